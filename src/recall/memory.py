@@ -1,0 +1,197 @@
+"""The `Memory` record and the checks every turn passes before it is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from recall.errors import InvalidInputError
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "Memory",
+    "Turn",
+    "clean_id",
+    "clean_text",
+    "embedding_text",
+    "make_turn",
+]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# user and conversation ids go into btree indexes, whose entries must stay under ~2.7 kB
+MAX_ID_LENGTH = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored turn: what the user said and what the AI answered.
+
+    Attributes:
+        id: the memory's uuid, as a string.
+        user_message: the user's text.
+        ai_response: the AI's reply.
+        similarity: cosine similarity to the query (0-1), None where there was no query.
+        conversation_id: the conversation (LangGraph thread) it came from, if known.
+        created_at: when the turn happened (timezone-aware).
+        metadata: free JSON data stored with the turn.
+    """
+
+    id: str
+    user_message: str
+    ai_response: str
+    similarity: float | None
+    conversation_id: str | None
+    created_at: datetime
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def embedding_text(user_message: str, ai_response: str) -> str:
+    """The text embedded for a stored turn: both sides, so either can match a query."""
+    return f"{user_message}\n{ai_response}"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A validated turn, ready to embed and store."""
+
+    user_id: str
+    user_message: str
+    ai_response: str
+    conversation_id: str | None
+    created_at: datetime | None
+    metadata: dict[str, Any]
+    metadata_json: str
+    content_hash: bytes
+
+    @property
+    def text(self) -> str:
+        """The text that is embedded for this turn."""
+        return embedding_text(self.user_message, self.ai_response)
+
+
+def clean_id(value: object, name: str, *, required: bool = True) -> str | None:
+    """Check an id: a non-blank string of at most 512 characters with no NUL or lone surrogate.
+
+    Ids are never altered (altering one could merge two users), only accepted or refused.
+
+    Raises:
+        InvalidInputError: the id is missing, not a string, blank, too long or not encodable.
+    """
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInputError(f"{name} must not be empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidInputError(f"{name} is {len(value)} characters; at most {MAX_ID_LENGTH}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{name} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"{name} contains a lone surrogate: {exc.reason}") from exc
+    return value
+
+
+def clean_text(value: object, name: str, *, max_length: int) -> str:
+    """Prepare a text for storage or search.
+
+    Clean-ups (documented in docs/configuration.md): NUL characters are removed (PostgreSQL
+    cannot store them), lone surrogates become U+FFFD, and the text is cut to `max_length`.
+
+    Raises:
+        InvalidInputError: not a string, or empty/whitespace only after clean-up.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}")
+    text = value.replace("\x00", "")
+    text = _SURROGATE.sub("\ufffd", text) if _has_surrogate(text) else text
+    if not text.strip():
+        raise InvalidInputError(f"{name} must not be empty or whitespace only")
+    return text[:max_length]
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _clean_metadata(value: object, max_bytes: int) -> tuple[dict[str, Any], str]:
+    if value is None:
+        return {}, "{}"
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"metadata must be a mapping, not {type(value).__name__}")
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except RecursionError as exc:
+        raise InvalidInputError("metadata is nested too deeply to store") from exc
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"metadata must be JSON-serializable: {exc}") from exc
+    if "\\u0000" in encoded or _has_surrogate(encoded):
+        raise InvalidInputError("metadata must not contain NUL characters or lone surrogates")
+    size = len(encoded.encode("utf-8"))
+    if size > max_bytes:
+        raise InvalidInputError(f"metadata is {size} bytes as JSON; at most {max_bytes}")
+    decoded: dict[str, Any] = json.loads(encoded)
+    return decoded, encoded
+
+
+def _clean_created_at(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as exc:
+            raise InvalidInputError(f"created_at {value!r} is not an ISO 8601 date") from exc
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"created_at must be a datetime, not {type(value).__name__}")
+    # a naive datetime is taken as UTC rather than as the server's local time
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def make_turn(
+    user_id: object,
+    user_message: object,
+    ai_response: object,
+    *,
+    conversation_id: object = None,
+    created_at: object = None,
+    metadata: object = None,
+    max_length: int = 2000,
+    max_metadata_bytes: int = 65536,
+) -> Turn:
+    """Validate and clean one turn; the content hash makes storing it idempotent.
+
+    Raises:
+        InvalidInputError: any field is unusable (see `clean_id`, `clean_text`).
+    """
+    uid = clean_id(user_id, "user_id")
+    assert uid is not None  # required=True never returns None
+    cid = clean_id(conversation_id, "conversation_id", required=False)
+    user_text = clean_text(user_message, "user_message", max_length=max_length)
+    ai_text = clean_text(ai_response, "ai_response", max_length=max_length)
+    meta, meta_json = _clean_metadata(metadata, max_metadata_bytes)
+    digest = hashlib.sha256(
+        json.dumps([uid, cid, user_text, ai_text], ensure_ascii=False).encode("utf-8")
+    ).digest()
+    return Turn(
+        user_id=uid,
+        user_message=user_text,
+        ai_response=ai_text,
+        conversation_id=cid,
+        created_at=_clean_created_at(created_at),
+        metadata=meta,
+        metadata_json=meta_json,
+        content_hash=digest,
+    )

@@ -1,0 +1,232 @@
+-- Every statement recall runs, as named blocks with %(name)s parameters (recall.sql loads them).
+
+-- name: lock_migrations
+-- One fixed key for everything that changes the schema (0x7265_6361_6c6c = "recall").
+SELECT pg_advisory_xact_lock(125779646293100);
+
+-- name: bootstrap_migrations
+CREATE SCHEMA IF NOT EXISTS recall;
+CREATE TABLE IF NOT EXISTS recall.schema_migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: vector_extension
+SELECT
+    (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS installed,
+    (SELECT default_version FROM pg_available_extensions WHERE name = 'vector') AS available;
+
+-- name: create_vector_extension
+CREATE EXTENSION IF NOT EXISTS vector;
+
+-- name: migrations_table_exists
+SELECT to_regclass('recall.schema_migrations') IS NOT NULL;
+
+-- name: applied_migrations
+SELECT version FROM recall.schema_migrations ORDER BY version;
+
+-- name: migration_checksum
+SELECT checksum FROM recall.schema_migrations WHERE version = %(version)s;
+
+-- name: record_migration
+INSERT INTO recall.schema_migrations (version, name, checksum)
+VALUES (%(version)s, %(name)s, %(checksum)s);
+
+-- name: get_embedding_space
+SELECT model_name, dimensions FROM recall.embedding_space;
+
+-- name: set_embedding_space
+INSERT INTO recall.embedding_space (model_name, dimensions)
+VALUES (%(model_name)s, %(dimensions)s);
+
+-- name: update_embedding_space
+UPDATE recall.embedding_space
+SET model_name = %(model_name)s, dimensions = %(dimensions)s, bound_at = now();
+
+-- name: insert_memory
+INSERT INTO recall.memories (
+    user_id, conversation_id, user_message, ai_response, created_at, metadata,
+    content_hash, embedding, embedding_model
+)
+VALUES (
+    %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s,
+    coalesce(%(created_at)s, now()), %(metadata)s, %(content_hash)s, %(embedding)s,
+    %(embedding_model)s
+)
+ON CONFLICT (user_id, content_hash) DO NOTHING
+RETURNING id, created_at;
+
+-- name: memory_by_hash
+SELECT id, created_at FROM recall.memories
+WHERE user_id = %(user_id)s AND content_hash = %(content_hash)s;
+
+-- name: create_import_table
+CREATE TEMP TABLE recall_import (
+    ord integer NOT NULL,
+    user_id text NOT NULL,
+    conversation_id text,
+    user_message text NOT NULL,
+    ai_response text NOT NULL,
+    created_at timestamptz,
+    metadata jsonb NOT NULL,
+    content_hash bytea NOT NULL,
+    embedding vector NOT NULL,
+    embedding_model text NOT NULL
+) ON COMMIT DROP;
+
+-- name: copy_import
+COPY recall_import (
+    ord, user_id, conversation_id, user_message, ai_response, created_at, metadata,
+    content_hash, embedding, embedding_model
+) FROM STDIN (FORMAT BINARY);
+
+-- name: merge_import
+-- Rows already stored (same user and content hash) are skipped, also within one batch.
+INSERT INTO recall.memories (
+    user_id, conversation_id, user_message, ai_response, created_at, metadata,
+    content_hash, embedding, embedding_model
+)
+-- clock_timestamp() keeps the file's order for turns that carry no date
+SELECT user_id, conversation_id, user_message, ai_response, coalesce(created_at, clock_timestamp()),
+       metadata, content_hash, embedding, embedding_model
+FROM recall_import
+ORDER BY ord
+ON CONFLICT (user_id, content_hash) DO NOTHING;
+
+-- name: import_ids
+SELECT i.ord, m.id
+FROM recall_import AS i
+JOIN recall.memories AS m ON m.user_id = i.user_id AND m.content_hash = i.content_hash
+ORDER BY i.ord;
+
+-- name: user_plan
+SELECT memory_count, hnsw_index FROM recall.users WHERE user_id = %(user_id)s;
+
+-- name: search_exact
+-- Exact plan: the MATERIALIZED scan reads only this user's rows (btree on user_id) and scores
+-- every one, so no index can drop a result; texts are fetched for the winners only.
+WITH scored AS MATERIALIZED (
+    SELECT id, embedding <=> %(query)s AS distance
+    FROM recall.memories
+    WHERE user_id = %(user_id)s
+), best AS (
+    SELECT id, distance FROM scored
+    WHERE distance <= %(max_distance)s
+    ORDER BY distance, id
+    LIMIT %(limit)s
+)
+SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
+       best.distance
+FROM best
+JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
+ORDER BY best.distance, best.id;
+
+-- name: set_ef_search
+SELECT set_config('hnsw.ef_search', %(ef_search)s, true);
+
+-- name: search_indexed
+-- Indexed plan for a user with an HNSW index of their own (a partial index on user_id = X):
+-- the index holds only this user's rows, so no filtering after the scan loses results.
+WITH candidates AS MATERIALIZED (
+    SELECT id, embedding <=> %(query)s AS distance
+    FROM recall.memories
+    WHERE user_id = %(user_id)s
+    ORDER BY embedding <=> %(query)s
+    LIMIT %(candidates)s
+), best AS (
+    SELECT id, distance FROM candidates
+    WHERE distance <= %(max_distance)s
+    ORDER BY distance, id
+    LIMIT %(limit)s
+)
+SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
+       best.distance
+FROM best
+JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
+ORDER BY best.distance, best.id;
+
+-- name: recent
+SELECT id, conversation_id, user_message, ai_response, created_at, metadata,
+       NULL::float8 AS distance
+FROM recall.memories
+WHERE user_id = %(user_id)s
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s;
+
+-- name: get_memory
+SELECT id, conversation_id, user_message, ai_response, created_at, metadata,
+       NULL::float8 AS distance
+FROM recall.memories
+WHERE user_id = %(user_id)s AND id = %(id)s;
+
+-- name: delete_memory
+DELETE FROM recall.memories WHERE user_id = %(user_id)s AND id = %(id)s;
+
+-- name: forget_memories
+DELETE FROM recall.memories WHERE user_id = %(user_id)s;
+
+-- name: forget_user_row
+DELETE FROM recall.users WHERE user_id = %(user_id)s RETURNING hnsw_index;
+
+-- name: users_over_threshold
+SELECT user_id FROM recall.users
+WHERE memory_count >= %(threshold)s AND hnsw_index IS NULL
+ORDER BY memory_count DESC;
+
+-- name: try_lock_index_builds
+-- One key for every per-user index build ("recall-ix"): concurrent builds on a table deadlock.
+SELECT pg_try_advisory_lock(125779646298232);
+
+-- name: unlock_index_builds
+SELECT pg_advisory_unlock(125779646298232);
+
+-- name: set_user_index
+UPDATE recall.users SET hnsw_index = %(index_name)s WHERE user_id = %(user_id)s;
+
+-- name: index_is_valid
+SELECT i.indisvalid
+FROM pg_index AS i
+JOIN pg_class AS c ON c.oid = i.indexrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = 'recall' AND c.relname = %(index_name)s;
+
+-- name: stats
+SELECT
+    (SELECT count(*) FROM recall.memories) AS memories,
+    (SELECT count(*) FROM recall.users WHERE memory_count > 0) AS users,
+    (SELECT count(*) FROM recall.users WHERE hnsw_index IS NOT NULL) AS indexed_users,
+    (SELECT coalesce(max(memory_count), 0) FROM recall.users) AS largest_user,
+    pg_total_relation_size('recall.memories') AS bytes;
+
+-- name: reembed_in_place_batch
+SELECT user_id, id, user_message, ai_response
+FROM recall.memories
+WHERE embedding_model <> %(model_name)s
+LIMIT %(batch)s;
+
+-- name: reembed_in_place_update
+UPDATE recall.memories
+SET embedding = %(embedding)s, embedding_model = %(model_name)s
+WHERE user_id = %(user_id)s AND id = %(id)s;
+
+-- name: reembed_next_batch
+SELECT user_id, id, user_message, ai_response
+FROM recall.memories
+WHERE embedding_next IS NULL
+LIMIT %(batch)s;
+
+-- name: reembed_next_update
+UPDATE recall.memories
+SET embedding_next = %(embedding)s, embedding_model = %(model_name)s
+WHERE user_id = %(user_id)s AND id = %(id)s;
+
+-- name: reembed_lock_table
+LOCK TABLE recall.memories IN SHARE ROW EXCLUSIVE MODE;
+
+-- name: reembed_swap
+ALTER TABLE recall.memories DROP COLUMN embedding;
+ALTER TABLE recall.memories RENAME COLUMN embedding_next TO embedding;
+ALTER TABLE recall.memories ALTER COLUMN embedding SET NOT NULL;
+UPDATE recall.users SET hnsw_index = NULL WHERE hnsw_index IS NOT NULL;

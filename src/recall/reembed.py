@@ -1,0 +1,123 @@
+"""`recall reembed`: rebuild every stored embedding with another model, search staying up.
+
+Same dimension: rows are re-embedded in place, batch by batch. Another dimension: a new column
+`embedding_next vector(N)` is filled batch by batch while searches keep using the old one, then
+one short transaction swaps the columns and the per-user indexes are rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from psycopg import AsyncConnection, sql
+
+from recall.embeddings import Embedder
+from recall.memory import embedding_text
+from recall.migrate import lock_schema
+from recall.sql import query
+
+__all__ = ["reembed"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+Progress = Callable[[int], Awaitable[None] | None]
+
+
+async def _fill(
+    conn: AsyncConnection[Any],
+    embedder: Embedder,
+    select: str,
+    update: str,
+    *,
+    batch: int,
+    on_progress: Progress | None,
+) -> int:
+    done = 0
+    while True:
+        cur = await conn.execute(query(select), {"model_name": embedder.name, "batch": batch})
+        rows = await cur.fetchall()
+        if not rows:
+            return done
+        vectors = await embedder.embed_documents([embedding_text(r[2], r[3]) for r in rows])
+        async with conn.transaction(), conn.cursor() as wcur:
+            await wcur.executemany(
+                query(update),
+                [
+                    {"user_id": r[0], "id": r[1], "embedding": v, "model_name": embedder.name}
+                    for r, v in zip(rows, vectors, strict=True)
+                ],
+            )
+        done += len(rows)
+        if on_progress is not None and (res := on_progress(done)) is not None:
+            await res
+
+
+async def reembed(
+    conn: AsyncConnection[Any],
+    embedder: Embedder,
+    *,
+    batch: int = 256,
+    on_progress: Progress | None = None,
+) -> int:
+    """Re-embed every memory not embedded by `embedder`; return how many were rebuilt.
+
+    `conn` must be autocommit and have pgvector registered. Per-user indexes are dropped by a
+    dimension change; call `MemoryStore.optimize()` afterwards to rebuild them.
+    """
+    dims = await embedder.dimensions()
+    cur = await conn.execute(query("get_embedding_space"))
+    row = await cur.fetchone()
+    if row is not None and row[1] == dims:
+        done = await _fill(
+            conn,
+            embedder,
+            "reembed_in_place_batch",
+            "reembed_in_place_update",
+            batch=batch,
+            on_progress=on_progress,
+        )
+        async with conn.transaction():
+            await lock_schema(conn)
+            await conn.execute(
+                query("update_embedding_space"), {"model_name": embedder.name, "dimensions": dims}
+            )
+        log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
+        return done
+    await conn.execute(
+        sql.SQL(
+            "ALTER TABLE recall.memories ADD COLUMN IF NOT EXISTS embedding_next vector({})"
+        ).format(sql.Literal(dims))
+    )
+    done = await _fill(
+        conn,
+        embedder,
+        "reembed_next_batch",
+        "reembed_next_update",
+        batch=batch,
+        on_progress=on_progress,
+    )
+    async with conn.transaction():
+        await lock_schema(conn)
+        await conn.execute(query("reembed_lock_table"))
+        # turns written by the old model while we filled: embed them under the lock
+        cur = await conn.execute(query("reembed_next_batch"), {"batch": 1_000_000})
+        rest = await cur.fetchall()
+        if rest:
+            vectors = await embedder.embed_documents([embedding_text(r[2], r[3]) for r in rest])
+            async with conn.cursor() as wcur:
+                await wcur.executemany(
+                    query("reembed_next_update"),
+                    [
+                        {"user_id": r[0], "id": r[1], "embedding": v, "model_name": embedder.name}
+                        for r, v in zip(rest, vectors, strict=True)
+                    ],
+                )
+        await conn.execute(query("reembed_swap"))
+        await conn.execute(
+            query("update_embedding_space"), {"model_name": embedder.name, "dimensions": dims}
+        )
+    done += len(rest)
+    log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
+    return done

@@ -1,0 +1,587 @@
+"""MemoryStore: store, search, list and erase one user's memories in PostgreSQL + pgvector."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import structlog
+from cachetools import TTLCache
+from langchain_core.embeddings import Embeddings
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from recall.config import Settings
+from recall.db import Database, connect_once, locate_database, open_pool
+from recall.embeddings import Embedder, Vector, load_embeddings
+from recall.errors import InvalidInputError, MigrationError, RecallError, StoreError
+from recall.memory import Memory, Turn, clean_id, clean_text, make_turn
+from recall.migrate import apply_migrations, bind_embedding_space, pending_migrations
+from recall.sql import query
+from recall.userindex import build_user_index, drop_user_index
+
+__all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+MAX_LIMIT = 1000
+_IMPORT_TYPES = [
+    "int4", "text", "text", "text", "text", "timestamptz", "jsonb", "bytea", "vector", "text",
+]  # fmt: skip
+
+
+def _memory(row: tuple[Any, ...]) -> Memory:
+    mid, conversation_id, user_message, ai_response, created_at, metadata, distance = row
+    return Memory(
+        id=str(mid),
+        user_message=user_message,
+        ai_response=ai_response,
+        similarity=None if distance is None else max(0.0, min(1.0, 1.0 - float(distance))),
+        conversation_id=conversation_id,
+        created_at=created_at,
+        metadata=metadata or {},
+    )
+
+
+def _check_limit(limit: object, name: str = "limit") -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(f"{name} must be an integer between 1 and {MAX_LIMIT}")
+    return limit
+
+
+def _check_threshold(threshold: object) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise InvalidInputError("similarity_threshold must be a number between 0 and 1")
+    if not 0.0 <= float(threshold) <= 1.0:
+        raise InvalidInputError("similarity_threshold must be between 0 and 1")
+    return float(threshold)
+
+
+class MemoryStore:
+    """Long-term memory of many users in one PostgreSQL database.
+
+    Open it with `MemoryStore.connect()`; the constructor takes ready parts (a pool whose
+    connections have pgvector registered, an `Embedder`) for callers that manage their own.
+    Every method is for one user, and no method returns another user's rows.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        database: Database | None = None,
+    ) -> None:
+        self.pool = pool
+        self.embedder = embedder
+        self.settings = settings
+        self.database = database
+        self._plans: TTLCache[str, tuple[int, str | None]] = TTLCache(maxsize=10000, ttl=30)
+        self._index_tasks: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
+
+    @classmethod
+    def connect(
+        cls,
+        settings: Settings | None = None,
+        *,
+        embeddings: Embeddings | None = None,
+        embedding_model_name: str | None = None,
+    ) -> StoreConnector:
+        """Open a store: `async with MemoryStore.connect() as store:` (or `await` it).
+
+        Args:
+            settings: None reads `Settings.from_env()`. With no database URL, the embedded
+                server starts (or is reused) in `settings.data_dir`.
+            embeddings: any LangChain `Embeddings`; None loads `settings.embedding_model`.
+            embedding_model_name: the name recorded with the data for `embeddings`.
+
+        Raises:
+            ConfigError, StoreError, MigrationError, EmbeddingMismatchError: set-up failed.
+        """
+        return StoreConnector(cls, settings, embeddings, embedding_model_name)
+
+    async def close(self) -> None:
+        """Finish background index builds and close the pool (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks = list(self._index_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.pool.close()
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def _conn(self, op: str) -> AsyncIterator[AsyncConnection[Any]]:
+        if self._closed:
+            raise StoreError("the store is closed")
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StoreError(f"{op}: no database connection available: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"{op} failed: {exc}") from exc
+
+    # writes -----------------------------------------------------------------------------------
+
+    def _turn(self, user_id: object, user_message: object, ai_response: object, **kw: Any) -> Turn:
+        return make_turn(
+            user_id,
+            user_message,
+            ai_response,
+            max_length=self.settings.max_message_length,
+            max_metadata_bytes=self.settings.max_metadata_bytes,
+            **kw,
+        )
+
+    async def add_turn(
+        self,
+        user_id: str,
+        user_message: str,
+        ai_response: str,
+        *,
+        conversation_id: str | None = None,
+        created_at: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Store one user/AI turn pair and return it; the same turn twice is stored once.
+
+        Texts are cleaned as `recall.memory.clean_text` documents (NUL removed, lone surrogates
+        replaced, cut to `max_message_length`).
+
+        Raises:
+            InvalidInputError: a field is unusable; nothing is stored.
+            EmbeddingError: the model failed; nothing is stored.
+            StoreError: the database failed; nothing is stored.
+        """
+        turn = self._turn(
+            user_id,
+            user_message,
+            ai_response,
+            conversation_id=conversation_id,
+            created_at=created_at,
+            metadata=metadata,
+        )
+        [vector] = await self.embedder.embed_documents([turn.text])
+        params = {
+            "user_id": turn.user_id,
+            "conversation_id": turn.conversation_id,
+            "user_message": turn.user_message,
+            "ai_response": turn.ai_response,
+            "created_at": turn.created_at,
+            "metadata": Jsonb(turn.metadata),
+            "content_hash": turn.content_hash,
+            "embedding": vector,
+            "embedding_model": self.embedder.name,
+        }
+        async with self._conn("add_turn") as conn:
+            cur = await conn.execute(query("insert_memory"), params)
+            row = await cur.fetchone()
+            inserted = row is not None
+            if row is None:
+                cur = await conn.execute(query("memory_by_hash"), params)
+                row = await cur.fetchone()
+        if row is None:  # deleted between the two statements: store it again next time
+            raise StoreError("add_turn: the turn was deleted while it was being stored")
+        self._plans.pop(turn.user_id, None)
+        log.debug("memory.add.done", inserted=inserted)
+        return Memory(
+            id=str(row[0]),
+            user_message=turn.user_message,
+            ai_response=turn.ai_response,
+            similarity=None,
+            conversation_id=turn.conversation_id,
+            created_at=row[1],
+            metadata=turn.metadata,
+        )
+
+    async def add_turns(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 1000,
+        on_batch: Callable[[int], Awaitable[None] | None] | None = None,
+    ) -> list[str]:
+        """Bulk-store turns (dicts with `add_turn`'s argument names); return their ids in order.
+
+        Each batch is embedded in model batches and written with one binary COPY in one
+        transaction, so a batch is stored whole or not at all, and re-running an import stores
+        nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats).
+
+        Args:
+            turns: the turns; consumed lazily, batch by batch.
+            batch_size: turns per transaction.
+            on_batch: called with the number of turns stored after each batch.
+
+        Raises:
+            InvalidInputError: a turn is unusable; the message gives its position. Batches
+                before it are stored, nothing of its batch is.
+            EmbeddingError, StoreError: as in `add_turn`, for the failing batch.
+        """
+        ids: list[str] = []
+        batch: list[Mapping[str, Any]] = []
+        for item in turns:
+            batch.append(item)
+            if len(batch) >= batch_size:
+                ids.extend(await self._import_batch(batch, offset=len(ids)))
+                batch = []
+                if on_batch is not None and (res := on_batch(len(ids))) is not None:
+                    await res
+        if batch:
+            ids.extend(await self._import_batch(batch, offset=len(ids)))
+            if on_batch is not None and (res := on_batch(len(ids))) is not None:
+                await res
+        return ids
+
+    async def _import_batch(self, items: list[Mapping[str, Any]], *, offset: int) -> list[str]:
+        known = {"user_id", "user_message", "ai_response", "conversation_id", "created_at"}
+        turns: list[Turn] = []
+        given: list[Any] = []
+        for pos, item in enumerate(items, start=offset):
+            if not isinstance(item, Mapping):
+                raise InvalidInputError(f"turn #{pos} must be a mapping, not {type(item).__name__}")
+            try:
+                turns.append(
+                    self._turn(
+                        **{k: item.get(k) for k in known},
+                        metadata=item.get("metadata"),
+                    )
+                )
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"turn #{pos}: {exc}") from exc
+            given.append(item.get("embedding"))
+        vectors: list[Vector | None] = [
+            None if g is None else self.embedder.check_vector(g) for g in given
+        ]
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        if missing:
+            computed = await self.embedder.embed_documents([turns[i].text for i in missing])
+            for i, vec in zip(missing, computed, strict=True):
+                vectors[i] = vec
+        async with self._conn("add_turns") as conn, conn.transaction():
+            await conn.execute(query("create_import_table"))
+            async with conn.cursor().copy(query("copy_import")) as copy:
+                copy.set_types(_IMPORT_TYPES)
+                for ord_, (turn, maybe_vec) in enumerate(zip(turns, vectors, strict=True)):
+                    await copy.write_row(
+                        (
+                            ord_,
+                            turn.user_id,
+                            turn.conversation_id,
+                            turn.user_message,
+                            turn.ai_response,
+                            turn.created_at,
+                            Jsonb(turn.metadata),
+                            turn.content_hash,
+                            maybe_vec,
+                            self.embedder.name,
+                        )
+                    )
+            await conn.execute(query("merge_import"))
+            cur = await conn.execute(query("import_ids"))
+            rows = await cur.fetchall()
+        by_ord = {ord_: str(mid) for ord_, mid in rows}
+        for user_id in {t.user_id for t in turns}:
+            self._plans.pop(user_id, None)
+        return [by_ord[i] for i in range(len(turns))]
+
+    # reads ------------------------------------------------------------------------------------
+
+    async def _plan(self, conn: AsyncConnection[Any], user_id: str) -> tuple[int, str | None]:
+        cached = self._plans.get(user_id)
+        if cached is not None:
+            return cached
+        cur = await conn.execute(query("user_plan"), {"user_id": user_id})
+        row = await cur.fetchone()
+        plan: tuple[int, str | None] = (0, None) if row is None else (int(row[0]), row[1])
+        self._plans[user_id] = plan
+        if plan[1] is None and plan[0] >= self.settings.user_index_threshold:
+            self._schedule_index(user_id)
+        return plan
+
+    async def search(
+        self,
+        user_id: str,
+        query_text: str,
+        limit: int = 3,
+        similarity_threshold: float = 0.5,
+        *,
+        query_vector: Vector | None = None,
+    ) -> list[Memory]:
+        """The user's memories most similar to `query_text`, best first.
+
+        Returns at most `limit` memories whose cosine similarity is >= `similarity_threshold`,
+        the same as an exact search over all of the user's memories (see
+        docs/decisions/0001-per-user-search.md for the plan per user size).
+
+        Args:
+            user_id: whose memories to search.
+            query_text: the text to embed (cut to `max_query_length`).
+            limit: 1 to 1000.
+            similarity_threshold: 0 to 1.
+            query_vector: a precomputed query embedding; `query_text` is then not embedded.
+
+        Raises:
+            InvalidInputError, EmbeddingError, StoreError.
+        """
+        uid = clean_id(user_id, "user_id")
+        text = clean_text(query_text, "query", max_length=self.settings.max_query_length)
+        limit = _check_limit(limit)
+        threshold = _check_threshold(similarity_threshold)
+        vector = (
+            self.embedder.check_vector(query_vector)
+            if query_vector is not None
+            else await self.embedder.embed_query(text)
+        )
+        params = {
+            "user_id": uid,
+            "query": vector,
+            "limit": limit,
+            "max_distance": 1.0 - threshold,
+            "candidates": max(limit, self.settings.hnsw_ef_search),
+        }
+        async with self._conn("search") as conn:
+            _count, index = await self._plan(conn, uid)  # type: ignore[arg-type]
+            if index is None:
+                cur = await conn.execute(query("search_exact"), params)
+                rows = await cur.fetchall()
+            else:
+                async with conn.transaction():
+                    await conn.execute(
+                        query("set_ef_search"),
+                        {"ef_search": str(max(limit, self.settings.hnsw_ef_search))},
+                    )
+                    # unprepared: planned with this user id, so the partial index matches
+                    cur = await conn.execute(query("search_indexed"), params, prepare=False)
+                    rows = await cur.fetchall()
+        return [_memory(r) for r in rows]
+
+    async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
+        """The user's `n` most recent memories, newest first (similarity None).
+
+        Raises:
+            InvalidInputError, StoreError.
+        """
+        uid = clean_id(user_id, "user_id")
+        n = _check_limit(n, "n")
+        async with self._conn("recent") as conn:
+            cur = await conn.execute(query("recent"), {"user_id": uid, "limit": n})
+            rows = await cur.fetchall()
+        return [_memory(r) for r in rows]
+
+    async def get(self, user_id: str, memory_id: str) -> Memory | None:
+        """One of the user's memories by id, or None (also for another user's id).
+
+        Raises:
+            InvalidInputError, StoreError.
+        """
+        uid = clean_id(user_id, "user_id")
+        mid = _uuid(memory_id)
+        if mid is None:
+            return None
+        async with self._conn("get") as conn:
+            cur = await conn.execute(query("get_memory"), {"user_id": uid, "id": mid})
+            row = await cur.fetchone()
+        return None if row is None else _memory(row)
+
+    # erasure ----------------------------------------------------------------------------------
+
+    async def delete(self, user_id: str, memory_id: str) -> bool:
+        """Delete one of the user's memories; return whether it existed.
+
+        Raises:
+            InvalidInputError, StoreError.
+        """
+        uid = clean_id(user_id, "user_id")
+        mid = _uuid(memory_id)
+        if mid is None:
+            return False
+        async with self._conn("delete") as conn:
+            cur = await conn.execute(query("delete_memory"), {"user_id": uid, "id": mid})
+            deleted = cur.rowcount > 0
+        self._plans.pop(uid, None)  # type: ignore[arg-type]
+        return deleted
+
+    async def forget_user(self, user_id: str) -> int:
+        """Erase every memory of the user, their bookkeeping row and their own index.
+
+        Returns:
+            How many memories were deleted.
+
+        Raises:
+            InvalidInputError, StoreError.
+        """
+        uid = clean_id(user_id, "user_id")
+        assert uid is not None
+        task = self._index_tasks.pop(uid, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        async with self._conn("forget_user") as conn:
+            async with conn.transaction():
+                cur = await conn.execute(query("forget_memories"), {"user_id": uid})
+                count = cur.rowcount
+                cur = await conn.execute(query("forget_user_row"), {"user_id": uid})
+                row = await cur.fetchone()
+            if row is not None and row[0]:
+                await drop_user_index(conn, row[0])
+            else:  # an index may exist without its row when a build raced the erasure
+                from recall.userindex import index_name
+
+                await drop_user_index(conn, index_name(uid))
+        self._plans.pop(uid, None)
+        log.info("memory.forget.done", count=count)
+        return count
+
+    # maintenance ------------------------------------------------------------------------------
+
+    def _schedule_index(self, user_id: str) -> None:
+        if self._closed or user_id in self._index_tasks:
+            return
+        task = asyncio.get_running_loop().create_task(self._build_index(user_id))
+        self._index_tasks[user_id] = task
+        task.add_done_callback(lambda _t: self._index_tasks.pop(user_id, None))
+
+    async def _build_index(self, user_id: str) -> None:
+        try:
+            async with self._conn("build_user_index") as conn:
+                await build_user_index(
+                    conn,
+                    user_id,
+                    m=self.settings.hnsw_m,
+                    ef_construction=self.settings.hnsw_ef_construction,
+                    wait=False,
+                )
+            self._plans.pop(user_id, None)
+        except RecallError:
+            log.exception("db.user_index.failed")
+
+    async def wait_for_index_builds(self) -> None:
+        """Wait until the index builds scheduled in the background have finished."""
+        while self._index_tasks:
+            await asyncio.gather(*self._index_tasks.values(), return_exceptions=True)
+
+    async def optimize(self) -> list[str]:
+        """Build the HNSW index of every user at or over `user_index_threshold` memories.
+
+        Runs after bulk imports (`recall import` calls it); search schedules the same build in
+        the background when it meets such a user. Returns the user ids indexed by this call.
+
+        Raises:
+            StoreError.
+        """
+        async with self._conn("optimize") as conn:
+            cur = await conn.execute(
+                query("users_over_threshold"), {"threshold": self.settings.user_index_threshold}
+            )
+            users = [r[0] for r in await cur.fetchall()]
+            built = []
+            for user_id in users:
+                name = await build_user_index(
+                    conn,
+                    user_id,
+                    m=self.settings.hnsw_m,
+                    ef_construction=self.settings.hnsw_ef_construction,
+                    wait=True,
+                )
+                if name is not None:
+                    built.append(user_id)
+                    self._plans.pop(user_id, None)
+        return built
+
+    async def stats(self) -> dict[str, int]:
+        """Counts for operators: memories, users, indexed users, largest user, bytes on disk.
+
+        Raises:
+            StoreError.
+        """
+        async with self._conn("stats") as conn:
+            cur = await conn.execute(query("stats"))
+            row = await cur.fetchone()
+        assert row is not None
+        keys = ("memories", "users", "indexed_users", "largest_user", "bytes")
+        return dict(zip(keys, (int(v) for v in row), strict=True))
+
+
+def _uuid(value: object) -> UUID | None:
+    if isinstance(value, UUID):
+        return value
+    if not isinstance(value, str):
+        raise InvalidInputError(f"memory_id must be a string, not {type(value).__name__}")
+    try:
+        return UUID(value)
+    except ValueError:
+        return None  # not an id we could have issued: nothing to find
+
+
+class StoreConnector:
+    """What `MemoryStore.connect()` returns: use with `async with`, or `await` it."""
+
+    def __init__(
+        self,
+        cls: type[MemoryStore],
+        settings: Settings | None,
+        embeddings: Embeddings | None,
+        name: str | None,
+    ) -> None:
+        self._cls = cls
+        self._settings = settings
+        self._embeddings = embeddings
+        self._name = name
+        self._store: MemoryStore | None = None
+
+    async def open(self) -> MemoryStore:
+        """Start or reach the database, migrate it, check the model, open the pool."""
+        settings = self._settings or Settings.from_env()
+        embeddings = self._embeddings or load_embeddings(settings.embedding_model)
+        embedder = Embedder(
+            embeddings,
+            name=self._name,
+            max_query_length=settings.max_query_length,
+            cache_ttl=settings.embedding_cache_ttl,
+            cache_size=settings.embedding_cache_size,
+            batch_size=settings.embedding_batch_size,
+        )
+        database = await locate_database(settings)
+        conn = await connect_once(database.url)
+        try:
+            if settings.auto_migrate:
+                await apply_migrations(conn)
+            elif pending := await pending_migrations(conn):
+                names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
+                raise MigrationError(
+                    f"the database needs migrations ({names}): run `recall migrate`"
+                )
+            await bind_embedding_space(conn, embedder.name, await embedder.dimensions())
+        except psycopg.Error as exc:
+            raise StoreError(f"database set-up failed: {exc}") from exc
+        finally:
+            await conn.close()
+        pool = await open_pool(database.url, max_size=settings.connection_pool_size)
+        log.info("store.opened", embedded=database.embedded is not None, model=embedder.name)
+        return self._cls(pool, embedder, settings, database=database)
+
+    def __await__(self) -> Generator[Any, None, MemoryStore]:
+        return self.open().__await__()
+
+    async def __aenter__(self) -> MemoryStore:
+        self._store = await self.open()
+        return self._store
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._store is not None:
+            await self._store.close()

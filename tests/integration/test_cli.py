@@ -1,0 +1,122 @@
+"""The `recall` command, run as a user runs it (the real model, a real database)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from recall.cli import app
+from tests.conftest import Databases
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+async def cli_url(databases: Databases) -> str:
+    return await databases.create("recall_cli")
+
+
+@pytest.fixture
+def runner(cli_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("RECALL_DATABASE_URL", cli_url)
+    return CliRunner()
+
+
+def test_help_on_every_command(runner: CliRunner) -> None:
+    commands = ["migrate", "add", "import", "search", "recent", "forget", "stats", "reembed"]
+    for args in [[], *([c] for c in commands), ["db"], ["db", "start"], ["db", "stop"]]:
+        result = runner.invoke(app, [*args, "--help"])
+        assert result.exit_code == 0, (args, result.output)
+        assert "Usage" in result.output
+
+
+def test_migrate_add_search_recent_forget(runner: CliRunner) -> None:
+    assert runner.invoke(app, ["migrate"]).exit_code == 0
+    again = runner.invoke(app, ["migrate"])
+    assert again.exit_code == 0 and "up to date" in again.output
+
+    added = runner.invoke(app, ["add", "-u", "cli-alice", "I adopted a dog named Max", "Nice!"])
+    assert added.exit_code == 0, added.output
+    memory_id = added.stdout.strip()
+
+    found = runner.invoke(app, ["search", "-u", "cli-alice", "What is my dog's name?", "--json"])
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert [h["id"] for h in hits] == [memory_id]
+    assert hits[0]["similarity"] >= 0.5
+
+    other = runner.invoke(app, ["search", "-u", "cli-bob", "What is my dog's name?", "--json"])
+    assert json.loads(other.stdout) == []
+
+    recent = runner.invoke(app, ["recent", "-u", "cli-alice"])
+    assert "I adopted a dog named Max" in recent.output
+
+    stats = runner.invoke(app, ["stats"])
+    assert stats.exit_code == 0 and "memories" in stats.output
+
+    refused = runner.invoke(app, ["forget", "-u", "cli-alice"], input="n\n")
+    assert refused.exit_code != 0
+    erased = runner.invoke(app, ["forget", "-u", "cli-alice", "--yes"])
+    assert erased.exit_code == 0 and "erased 1 memories" in erased.output
+
+
+def test_import_jsonl_twice_stores_once(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "turns.jsonl"
+    lines = [
+        {"user_id": "cli-importer", "user_message": f"imported fact {i}", "ai_response": "ok",
+         "conversation_id": "c1", "created_at": f"2024-01-0{i + 1}T10:00:00+00:00",
+         "metadata": {"n": i}}
+        for i in range(5)
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    first = runner.invoke(app, ["import", str(path), "--batch-size", "2"])
+    assert first.exit_code == 0, first.output
+    assert "imported 5 turns" in first.output
+    assert runner.invoke(app, ["import", str(path)]).exit_code == 0
+    recent = runner.invoke(app, ["recent", "-u", "cli-importer", "-n", "50", "--json"])
+    rows = json.loads(recent.stdout)
+    assert len(rows) == 5
+    assert rows[0]["user_message"] == "imported fact 4"
+    assert rows[0]["metadata"] == {"n": 4}
+
+
+def test_bad_input_exits_non_zero_with_a_message(runner: CliRunner, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"user_id": "x", "user_message": "fine here", "ai_response": "ok"}\nnot json\n')
+    result = runner.invoke(app, ["import", str(bad)])
+    assert result.exit_code == 1
+    assert "bad.jsonl:2: not valid JSON" in result.output
+    empty = runner.invoke(app, ["search", "-u", "someone", "   "])
+    assert empty.exit_code == 1 and "query must not be empty" in empty.output
+    assert runner.invoke(app, ["search", "-u", "x", "q", "--limit", "0"]).exit_code == 2
+
+
+def test_embedded_server_start_status_stop(tmp_path: Path) -> None:
+    env = {**os.environ, "RECALL_DATA_DIR": str(tmp_path / "pgdata")}
+    env.pop("RECALL_DATABASE_URL", None)
+    env.pop("DATABASE_URL", None)
+
+    def recall(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "recall", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return done.stdout
+
+    assert "running:     no" in recall("db", "status")
+    assert "embedded PostgreSQL running" in recall("db", "start")
+    assert "running:     yes" in recall("db", "status")  # it outlived the `start` process
+    recall("db", "start")  # reused, not started twice
+    assert recall("db", "stop").strip() == "stopped"
+    assert "running:     no" in recall("db", "status")
+    assert recall("db", "stop").strip() == "not running"

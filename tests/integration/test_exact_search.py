@@ -1,0 +1,186 @@
+"""Per-user search returns what an exact search over that user's memories returns.
+
+The table is made large and the planner pushed toward the HNSW index (a global index exists,
+sorting is disabled), the worst case: a naive `WHERE user_id = ... ORDER BY distance` query then
+goes through the global index and loses results. `MemoryStore.search` must not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from psycopg import sql
+
+from recall.config import Settings
+from recall.db import connect_once
+from recall.sql import query
+from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
+from recall.userindex import index_name
+from tests.conftest import Databases
+
+DIMS = 64
+BIG_USER = "big-user"
+BIG_ROWS = 4000
+SMALL_USERS = 150
+INDEX_THRESHOLD = 3000
+
+
+@dataclass
+class Corpus:
+    store: MemoryStore
+    url: str
+    vectors: dict[str, np.ndarray]
+    ids: dict[str, list[str]]
+    centers: np.ndarray
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+async def corpus(databases: Databases) -> AsyncIterator[Corpus]:
+    rng = np.random.default_rng(7)
+    centers = _unit(rng.normal(size=(40, DIMS)))
+    sizes = {BIG_USER: BIG_ROWS}
+    sizes.update({f"small-{i}": int(rng.integers(20, 300)) for i in range(SMALL_USERS)})
+    vectors = {
+        u: _unit(centers[rng.integers(0, 40, n)] + 0.35 * rng.normal(size=(n, DIMS))).astype(
+            np.float32
+        )
+        for u, n in sizes.items()
+    }
+    url = await databases.create()
+    settings = Settings(database_url=url, user_index_threshold=INDEX_THRESHOLD)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(DIMS)) as loader:
+        ids = {}
+        for u, vecs in vectors.items():
+            ids[u] = await loader.add_turns(
+                {
+                    "user_id": u,
+                    "user_message": f"memory {j} of {u}",
+                    "ai_response": "ok",
+                    "embedding": vecs[j],
+                }
+                for j in range(len(vecs))
+            )
+    conn = await connect_once(url)
+    try:
+        # the trap: a global HNSW index, as LangGraph's store has, and a planner that avoids sorts
+        await conn.execute(
+            b"CREATE INDEX memories_global_hnsw ON recall.memories "
+            b"USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+        )
+        dbname = conn.info.dbname
+        await conn.execute(
+            sql.SQL("ALTER DATABASE {} SET enable_sort = off").format(sql.Identifier(dbname))
+        )
+    finally:
+        await conn.close()
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(DIMS)) as store:
+        yield Corpus(store, url, vectors, ids, centers)
+
+
+def _exact(corpus: Corpus, user: str, q: np.ndarray, k: int, threshold: float) -> list[str]:
+    sims = corpus.vectors[user] @ q
+    order = np.argsort(-sims, kind="stable")
+    return [corpus.ids[user][j] for j in order[:k] if sims[j] >= threshold]
+
+
+def _queries(corpus: Corpus, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    picks = corpus.centers[rng.integers(0, len(corpus.centers), n)]
+    return _unit(picks + 0.3 * rng.normal(size=(n, DIMS))).astype(np.float32)
+
+
+async def test_naive_filtered_query_uses_the_global_index_and_loses_results(
+    corpus: Corpus,
+) -> None:
+    """Guards the test itself: the trap is real on this table."""
+    short = 0
+    async with corpus.store.pool.connection() as conn:
+        for i, q in enumerate(_queries(corpus, 30, seed=1)):
+            user = f"small-{i}"
+            params = {"user_id": user, "q": q}
+            plan = await conn.execute(
+                b"EXPLAIN SELECT id FROM recall.memories WHERE user_id = %(user_id)s "
+                b"ORDER BY embedding <=> %(q)s LIMIT 3",
+                params,
+            )
+            assert "memories_global_hnsw" in str(await plan.fetchall())
+            cur = await conn.execute(
+                b"SELECT id FROM recall.memories WHERE user_id = %(user_id)s "
+                b"ORDER BY embedding <=> %(q)s LIMIT 3",
+                params,
+            )
+            if len(await cur.fetchall()) < 3:
+                short += 1
+    assert short > 0
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.5])
+async def test_small_users_get_exactly_the_brute_force_results(
+    corpus: Corpus, threshold: float
+) -> None:
+    for i, q in enumerate(_queries(corpus, SMALL_USERS, seed=2)):
+        user = f"small-{i}"
+        hits = await corpus.store.search(
+            user, "q", limit=3, similarity_threshold=threshold, query_vector=q
+        )
+        assert [h.id for h in hits] == _exact(corpus, user, q, 3, threshold), user
+
+
+async def test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after(
+    corpus: Corpus,
+) -> None:
+    queries = _queries(corpus, 100, seed=3)
+    store = corpus.store
+    # before its index exists: the exact plan
+    for q in queries[:20]:
+        hits = await store.search(BIG_USER, "q", limit=3, similarity_threshold=0.0, query_vector=q)
+        assert [h.id for h in hits] == _exact(corpus, BIG_USER, q, 3, 0.0)
+
+    await store.wait_for_index_builds()  # the search above scheduled the build; wait for it
+    assert await store.optimize() == []  # already built by the background task
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(query("user_plan"), {"user_id": BIG_USER})
+        assert await cur.fetchone() == (BIG_ROWS, index_name(BIG_USER))
+        await conn.execute(query("set_ef_search"), {"ef_search": "100"})
+        plan = await conn.execute(
+            b"EXPLAIN " + query("search_indexed"),
+            {
+                "user_id": BIG_USER,
+                "query": queries[0],
+                "limit": 3,
+                "max_distance": 1.0,
+                "candidates": 100,
+            },
+            prepare=False,
+        )
+        assert index_name(BIG_USER) in str(await plan.fetchall())
+
+    found = total = 0
+    for q in queries:
+        hits = await store.search(BIG_USER, "q", limit=3, similarity_threshold=0.0, query_vector=q)
+        expected = _exact(corpus, BIG_USER, q, 3, 0.0)
+        assert len(hits) == 3
+        found += len({h.id for h in hits} & set(expected))
+        total += 3
+    assert found / total >= 0.99
+
+
+async def test_erasing_a_large_user_drops_their_index(corpus: Corpus) -> None:
+    store = corpus.store
+    await store.add_turns(
+        {"user_id": "erased-big", "user_message": f"m {j}", "ai_response": "ok", "embedding": v}
+        for j, v in enumerate(_queries(corpus, INDEX_THRESHOLD, seed=4))
+    )
+    assert await store.optimize() == ["erased-big"]
+    assert await store.forget_user("erased-big") == INDEX_THRESHOLD
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(query("index_is_valid"), {"index_name": index_name("erased-big")})
+        assert await cur.fetchone() is None

@@ -1,0 +1,207 @@
+import hashlib
+from datetime import UTC, datetime
+
+import pytest
+
+from recall.errors import InvalidInputError
+from recall.store import MemoryStore
+
+
+async def _checksum(store: MemoryStore) -> str:
+    """A digest of every stored row: equal before and after means nothing changed."""
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(
+            b"SELECT user_id, id::text, user_message, ai_response, metadata::text,"
+            b" embedding::text FROM recall.memories ORDER BY user_id, id"
+        )
+        rows = await cur.fetchall()
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+async def test_add_and_search_finds_the_turn(store: MemoryStore, user: str) -> None:
+    stored = await store.add_turn(
+        user,
+        "I adopted a dog named Max",
+        "Max is a great name for a dog",
+        conversation_id="thread-1",
+        metadata={"source": "test"},
+    )
+    hits = await store.search(user, "my dog named Max", limit=3, similarity_threshold=0.3)
+    assert [h.id for h in hits] == [stored.id]
+    hit = hits[0]
+    assert hit.conversation_id == "thread-1"
+    assert hit.metadata == {"source": "test"}
+    assert hit.similarity is not None and 0.3 <= hit.similarity <= 1.0
+    assert hit.created_at.tzinfo is not None
+
+
+async def test_same_turn_twice_is_stored_once(store: MemoryStore, user: str) -> None:
+    first = await store.add_turn(user, "hello there", "hi!", conversation_id="c")
+    again = await store.add_turn(user, "hello there", "hi!", conversation_id="c")
+    other_thread = await store.add_turn(user, "hello there", "hi!", conversation_id="d")
+    assert first.id == again.id
+    assert other_thread.id != first.id
+    assert len(await store.recent(user, 10)) == 2
+
+
+async def test_search_respects_limit_threshold_and_order(store: MemoryStore, user: str) -> None:
+    for i in range(6):
+        await store.add_turn(user, f"apples and pears number {i}", "noted")
+    await store.add_turn(user, "completely unrelated sentence", "zzz")
+    hits = await store.search(user, "apples and pears", limit=4, similarity_threshold=0.0)
+    assert len(hits) == 4
+    sims = [h.similarity for h in hits]
+    assert sims == sorted(sims, reverse=True)  # type: ignore[type-var]
+    strict = await store.search(user, "apples and pears", limit=10, similarity_threshold=0.99)
+    assert all(h.similarity is not None and h.similarity >= 0.99 for h in strict)
+
+
+async def test_users_never_see_each_other(store: MemoryStore, user: str) -> None:
+    other = user + "-other"
+    await store.add_turn(user, "my secret is the blue door", "I'll remember the blue door")
+    assert await store.search(other, "blue door secret", similarity_threshold=0.0) == []
+    assert await store.recent(other) == []
+    for lookalike in [user.upper(), user + " ", user.replace("-", "_"), "%", "_", user[:-1] + "%"]:
+        assert await store.search(lookalike, "blue door", similarity_threshold=0.0) == []
+
+
+async def test_recent_is_newest_first(store: MemoryStore, user: str) -> None:
+    for day in (1, 3, 2):
+        await store.add_turn(
+            user, f"note of day {day}", "ok", created_at=datetime(2024, 5, day, tzinfo=UTC)
+        )
+    recent = await store.recent(user, n=2)
+    assert [m.user_message for m in recent] == ["note of day 3", "note of day 2"]
+    assert all(m.similarity is None for m in recent)
+
+
+async def test_delete_and_forget(store: MemoryStore, user: str) -> None:
+    keep = await store.add_turn(user, "keep this memory", "ok")
+    drop = await store.add_turn(user, "drop this memory", "ok")
+    assert await store.delete(user, drop.id) is True
+    assert await store.delete(user, drop.id) is False
+    assert await store.delete(user + "-x", keep.id) is False  # not theirs
+    assert await store.delete(user, "not-a-uuid") is False
+    assert [m.id for m in await store.recent(user)] == [keep.id]
+    assert await store.get(user, keep.id) is not None
+    assert await store.get(user + "-x", keep.id) is None
+    assert await store.forget_user(user) == 1
+    assert await store.recent(user) == []
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(b"SELECT count(*) FROM recall.users WHERE user_id = %s", (user,))
+        row = await cur.fetchone()
+    assert row == (0,)
+
+
+async def test_bulk_import_is_ordered_and_idempotent(store: MemoryStore, user: str) -> None:
+    turns = [
+        {
+            "user_id": user,
+            "user_message": f"bulk message {i}",
+            "ai_response": "ok",
+            "metadata": {"i": i},
+        }
+        for i in range(250)
+    ]
+    turns.append(dict(turns[0]))  # a duplicate inside the same import
+    ids = await store.add_turns(turns, batch_size=100)
+    assert len(ids) == 251 and ids[0] == ids[-1]
+    assert len(set(ids)) == 250
+    assert await store.add_turns(turns, batch_size=64) == ids  # re-run stores nothing new
+    stats_users = await store.recent(user, 1000)
+    assert len(stats_users) == 250
+    # without dates, the file's order is kept
+    assert stats_users[0].user_message == "bulk message 249"
+
+
+async def test_bulk_import_reports_the_bad_row_and_keeps_earlier_batches(
+    store: MemoryStore, user: str
+) -> None:
+    turns = [{"user_id": user, "user_message": f"row {i}", "ai_response": "ok"} for i in range(5)]
+    turns.insert(3, {"user_id": user, "user_message": "", "ai_response": "ok"})
+    with pytest.raises(InvalidInputError, match="turn #3"):
+        await store.add_turns(turns, batch_size=2)
+    assert len(await store.recent(user, 100)) == 2  # the first batch; nothing of the bad one
+
+
+async def test_precomputed_embeddings_are_used_and_checked(store: MemoryStore, user: str) -> None:
+    vector = [0.0] * 64
+    vector[5] = 1.0
+    [mid] = await store.add_turns(
+        [
+            {
+                "user_id": user,
+                "user_message": "vector given",
+                "ai_response": "ok",
+                "embedding": vector,
+            }
+        ]
+    )
+    hits = await store.search(user, "anything", query_vector=vector, similarity_threshold=0.99)  # type: ignore[arg-type]
+    assert [h.id for h in hits] == [mid]
+    with pytest.raises(Exception, match="expected 64"):
+        await store.add_turns(
+            [{"user_id": user, "user_message": "bad vec", "ai_response": "ok", "embedding": [1.0]}]
+        )
+
+
+BAD_CALLS = [
+    ("add", ("", "hello there", "hi"), "user_id must not be empty"),
+    ("add", ("   ", "hello there", "hi"), "user_id must not be empty"),
+    ("add", (None, "hello there", "hi"), "user_id must be a string"),
+    ("add", ("u", "", "hi"), "user_message must not be empty"),
+    ("add", ("u", "   \n", "hi"), "user_message must not be empty"),
+    ("add", ("u", 123, "hi"), "user_message must be a string"),
+    ("add", ("u", "hello", None), "ai_response must be a string"),
+    ("add", ("u\x00x", "hello", "hi"), "NUL"),
+    ("search", ("u", ""), "query must not be empty"),
+    ("search", ("", "dogs"), "user_id must not be empty"),
+    ("search", ("u", 5), "query must be a string"),
+]
+
+
+@pytest.mark.parametrize(("method", "args", "message"), BAD_CALLS)
+async def test_bad_input_gets_a_clear_error_and_changes_nothing(
+    store: MemoryStore, method: str, args: tuple[object, ...], message: str
+) -> None:
+    await store.add_turn("bad-input-witness", "a memory that must survive", "ok")
+    before = await _checksum(store)
+    call = store.add_turn if method == "add" else store.search
+    with pytest.raises(InvalidInputError, match=message):
+        await call(*args)  # type: ignore[operator]
+    assert await _checksum(store) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 5000}, "limit"),
+        ({"limit": "3"}, "limit"),
+        ({"similarity_threshold": 1.5}, "similarity_threshold"),
+        ({"similarity_threshold": "high"}, "similarity_threshold"),
+    ],
+)
+async def test_bad_search_arguments(
+    store: MemoryStore, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        await store.search("u", "dogs", **kwargs)  # type: ignore[arg-type]
+
+
+async def test_documented_cleanups(store: MemoryStore, user: str) -> None:
+    huge = "x" * (10 * 1024 * 1024)
+    stored = await store.add_turn(user, "nul\x00 and lone \ud800 surrogate", huge)
+    assert stored.user_message == "nul and lone \ufffd surrogate"
+    assert stored.ai_response == "x" * store.settings.max_message_length
+    [back] = await store.recent(user, 1)
+    assert back.user_message == stored.user_message
+    assert len(back.ai_response) == store.settings.max_message_length
+    long_query = "dogs " * 10_000  # cut to max_query_length before embedding
+    assert isinstance(await store.search(user, long_query, similarity_threshold=0.0), list)
+
+
+async def test_stats_count_users_and_memories(store: MemoryStore, user: str) -> None:
+    await store.add_turn(user, "counted memory", "ok")
+    stats = await store.stats()
+    assert stats["memories"] >= 1 and stats["users"] >= 1 and stats["bytes"] > 0

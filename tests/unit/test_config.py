@@ -1,0 +1,74 @@
+from pathlib import Path
+
+import pytest
+
+from recall.config import Settings
+from recall.errors import ConfigError
+
+
+def test_defaults_are_the_seeds() -> None:
+    s = Settings()
+    assert (s.max_memories, s.similarity_threshold, s.search_timeout_ms) == (3, 0.5, 5000)
+    assert (s.embedding_cache_ttl, s.max_query_length, s.connection_pool_size) == (300, 1000, 10)
+    assert (s.min_message_length, s.max_message_length) == (5, 2000)
+    assert s.filter_system_messages and s.filter_error_responses
+    assert (s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search) == (16, 200, 100)
+    assert s.data_dir == Path(".recall/pgdata")
+    assert s.embedding_model == "all-MiniLM-L6-v2"
+
+
+def test_reads_recall_variables_and_database_url_fallback() -> None:
+    s = Settings.from_env(
+        {
+            "DATABASE_URL": "postgresql://fallback",
+            "RECALL_MAX_MEMORIES": "7",
+            "RECALL_SIMILARITY_THRESHOLD": "0.25",
+            "RECALL_FILTER_SYSTEM_MESSAGES": "off",
+            "RECALL_DATA_DIR": "/tmp/x",
+        }
+    )
+    assert s.database_url == "postgresql://fallback"
+    assert s.max_memories == 7
+    assert s.similarity_threshold == 0.25
+    assert s.filter_system_messages is False
+    assert s.data_dir == Path("/tmp/x")
+
+
+def test_recall_database_url_wins_over_database_url() -> None:
+    s = Settings.from_env(
+        {"DATABASE_URL": "postgresql://a", "RECALL_DATABASE_URL": "postgresql://b"}
+    )
+    assert s.database_url == "postgresql://b"
+
+
+def test_empty_url_means_embedded() -> None:
+    assert Settings.from_env({"RECALL_DATABASE_URL": "  "}).database_url is None
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("RECALL_MAX_MEMORIES", "0"),
+        ("RECALL_MAX_MEMORIES", "three"),
+        ("RECALL_SIMILARITY_THRESHOLD", "1.5"),
+        ("RECALL_SEARCH_TIMEOUT_MS", "-1"),
+        ("RECALL_HNSW_M", "1"),
+        ("RECALL_HNSW_EF_CONSTRUCTION", "10"),
+        ("RECALL_FILTER_ERROR_RESPONSES", "maybe"),
+        ("RECALL_CONNECTION_POOL_SIZE", "0"),
+    ],
+)
+def test_invalid_values_name_the_variable(var: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=var):
+        Settings.from_env({var: value})
+
+
+def test_repr_hides_the_database_url() -> None:
+    assert "secret" not in repr(Settings(database_url="postgresql://u:secret@h/db"))
+
+
+def test_settings_are_frozen() -> None:
+    s = Settings()
+    with pytest.raises(AttributeError):
+        s.max_memories = 5  # type: ignore[misc]
+    assert s.replace(max_memories=5).max_memories == 5

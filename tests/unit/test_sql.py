@@ -1,0 +1,29 @@
+import pytest
+
+from recall.migrate import load_migrations
+from recall.sql import parse_blocks, query
+
+
+def test_blocks_parse_by_name() -> None:
+    blocks = parse_blocks("-- name: a\nSELECT 1;\n\n-- name: b\nSELECT %(x)s;\n")
+    assert blocks == {"a": b"SELECT 1;", "b": b"SELECT %(x)s;"}
+
+
+def test_duplicate_and_empty_blocks_are_errors() -> None:
+    with pytest.raises(ValueError, match="twice"):
+        parse_blocks("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n")
+    with pytest.raises(ValueError, match="empty"):
+        parse_blocks("-- name: a\n\n-- name: b\nSELECT 2;\n")
+
+
+def test_queries_file_loads_and_has_no_string_formatting() -> None:
+    statement = query("search_exact")
+    assert b"%(user_id)s" in statement
+    assert b"MATERIALIZED" in statement
+    with pytest.raises(KeyError):
+        query("no_such_query")
+
+
+def test_migrations_are_numbered_from_one_without_gaps() -> None:
+    versions = [m.version for m in load_migrations()]
+    assert versions == list(range(1, len(versions) + 1))
