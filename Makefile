@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.recall-installed
 PIP_LOG := $(VENV)/pip-install.log
-SERVER_PORT ?= 2024
+SERVER_PORT ?= 8123
 LINT_PATHS := $(wildcard src tests benchmarks graphs)
 
 export HF_HUB_OFFLINE := 1
@@ -37,9 +37,18 @@ typecheck: install
 test: lint typecheck
 	$(PY) -m pytest
 
+# Demo tokens for the example server; set your own in RECALL_AUTH_TOKENS ("token:user,...").
+RECALL_AUTH_TOKENS ?= alice-token:alice,bob-token:bob
+export RECALL_AUTH_TOKENS
+
 run: install
 	$(VENV)/bin/recall db start
 	$(VENV)/bin/recall migrate
+	rm -rf .langgraph_api
+	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false LANGGRAPH_NO_VERSION_CHECK=true \
+		$(VENV)/bin/langgraph dev --no-browser --no-reload --port $(SERVER_PORT)
+
+demo: install
 	$(VENV)/bin/recall demo
 
 bench: install

@@ -13,6 +13,12 @@ from recall.errors import (
     StoreError,
 )
 from recall.memory import Memory
+from recall.nodes import (
+    create_retrieve_memories_node,
+    create_store_memories_node,
+    retrieve_memories,
+    store_memories,
+)
 from recall.store import MemoryStore
 
 __all__ = [
@@ -29,4 +35,8 @@ __all__ = [
     "RecallError",
     "Settings",
     "StoreError",
+    "create_retrieve_memories_node",
+    "create_store_memories_node",
+    "retrieve_memories",
+    "store_memories",
 ]

@@ -241,9 +241,18 @@ def forget(
     if not yes:
         typer.confirm(f"Erase every memory of {user!r}?", abort=True)
 
+    from recall.outbox import Outbox
+
     async def go() -> int:
-        async with MemoryStore.connect() as store:
-            return await store.forget_user(user)
+        settings = Settings.from_env()
+        queue = settings.queue_path
+        queued = 0
+        if queue.exists():  # turns still waiting for the database are the user's data too
+            outbox = Outbox(queue)
+            queued = await outbox.forget(user)
+            outbox.close()
+        async with MemoryStore.connect(settings) as store:
+            return queued + await store.forget_user(user)
 
     typer.echo(f"erased {_run(go())} memories")
 
@@ -306,6 +315,71 @@ def demo() -> None:
                 hits = await store.search(user, "What is my dog's name?")
                 typer.echo(f"\n{user} asks: What is my dog's name?")
                 _print_memories(hits, as_json=False)
+
+    _run(go())
+
+
+@app.command()
+def chat(
+    user: UserOpt,
+    thread: Annotated[str | None, typer.Option(help="Thread to continue (new by default).")] = None,
+    threshold: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
+    limit: Annotated[int, typer.Option(min=1, max=100)] = 3,
+) -> None:
+    """Chat in the terminal with the companion graph, in-process, showing retrieved memories.
+
+    Uses RECALL_CHAT_MODEL when set, else the offline responder. End with Ctrl-D or /quit."""
+    import uuid
+
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from recall.graph import build_graph
+    from recall.nodes import create_retrieve_memories_node, create_store_memories_node
+    from recall.outbox import Outbox
+    from recall.runtime import provider_for
+    from recall.writer import TurnWriter
+
+    async def go() -> None:
+        settings = Settings.from_env()
+        async with MemoryStore.connect(settings) as store:
+            await store.warm_up()
+            writer = TurnWriter(provider_for(store), Outbox(settings.queue_path))
+            graph = build_graph(
+                retrieve=create_retrieve_memories_node(
+                    store, limit=limit, similarity_threshold=threshold, settings=settings
+                ),
+                store=create_store_memories_node(writer=writer, settings=settings),
+                checkpointer=InMemorySaver(),
+            )
+            config: RunnableConfig = {
+                "configurable": {
+                    "thread_id": thread or str(uuid.uuid4()),
+                    "langgraph_auth_user": {"identity": user},
+                }
+            }
+            typer.echo(f"chatting as {user!r} (thread {config['configurable']['thread_id']})")
+            try:
+                while True:
+                    try:
+                        line = await asyncio.to_thread(input, "you> ")
+                    except EOFError:
+                        break
+                    if line.strip() in {"/quit", "/exit"}:
+                        break
+                    if not line.strip():
+                        continue
+                    out = await graph.ainvoke(
+                        {"messages": [HumanMessage(line)]},
+                        config,
+                    )
+                    for m in out.get("retrieved_memories", []):
+                        typer.echo(f"  [memory {m['similarity']:.3f}] {m['user_message']}")
+                    typer.echo(f"ai> {out['messages'][-1].content}")
+            finally:
+                await writer.flush(timeout_s=10)
+                await writer.close()
 
     _run(go())
 

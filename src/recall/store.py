@@ -107,6 +107,11 @@ class MemoryStore:
         """
         return StoreConnector(cls, settings, embeddings, embedding_model_name)
 
+    async def warm_up(self) -> None:
+        """Load the embedding model now, so the first user does not wait for it."""
+        await self.embedder.embed_documents(["warm-up"])
+        await self.embedder.embed_query("warm-up")
+
     async def close(self) -> None:
         """Finish background index builds and close the pool (idempotent)."""
         if self._closed:

@@ -6,15 +6,24 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 from typer.testing import CliRunner
 
 from recall.cli import app
 from tests.conftest import Databases
 
 pytestmark = pytest.mark.model
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """The CLI configures structlog for its process; other tests expect the defaults back."""
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,131 @@
+"""The writer's durable local queue: turns wait here (SQLite, fsynced) until the database has
+them, so a turn is not lost when PostgreSQL is briefly down or the process dies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Outbox"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pending (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    turn TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS dead (
+    id INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    turn TEXT NOT NULL,
+    error TEXT NOT NULL
+);
+"""
+
+
+class Outbox:
+    """A small persistent FIFO of turns (dicts of `MemoryStore.add_turn` arguments).
+
+    Every call runs in a worker thread; the file is opened lazily on first use.
+
+    Args:
+        path: the SQLite file; its folder is created when missing.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")  # a queued turn survives a power cut
+            conn.execute("PRAGMA busy_timeout=5000")  # other processes may share the file
+            conn.executescript(_SCHEMA)
+            self._conn = conn
+        return self._conn
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self._db().execute(sql, params)
+
+    async def put(self, user_id: str, turn: dict[str, Any]) -> int:
+        """Append a turn; return its queue id once it is on disk."""
+
+        def go() -> int:
+            cur = self._run(
+                "INSERT INTO pending (user_id, turn) VALUES (?, ?)",
+                (user_id, json.dumps(turn, ensure_ascii=False)),
+            )
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+        return await asyncio.to_thread(go)
+
+    async def peek(self, limit: int = 100) -> list[tuple[int, dict[str, Any]]]:
+        """The oldest `limit` turns, without removing them."""
+
+        def go() -> list[tuple[int, dict[str, Any]]]:
+            rows = self._run(
+                "SELECT id, turn FROM pending ORDER BY id LIMIT ?", (limit,)
+            ).fetchall()
+            return [(int(r[0]), json.loads(r[1])) for r in rows]
+
+        return await asyncio.to_thread(go)
+
+    async def remove(self, queue_id: int) -> None:
+        """Drop a turn that the database now holds."""
+        await asyncio.to_thread(self._run, "DELETE FROM pending WHERE id = ?", (queue_id,))
+
+    async def bury(self, queue_id: int, error: str) -> None:
+        """Move a turn that can never be stored (invalid) aside, keeping it for inspection."""
+
+        def go() -> None:
+            with self._lock:
+                db = self._db()
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    db.execute(
+                        "INSERT OR REPLACE INTO dead (id, user_id, turn, error) "
+                        "SELECT id, user_id, turn, ? FROM pending WHERE id = ?",
+                        (error, queue_id),
+                    )
+                    db.execute("DELETE FROM pending WHERE id = ?", (queue_id,))
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+
+        await asyncio.to_thread(go)
+
+    async def count(self) -> int:
+        """How many turns wait."""
+        cur = await asyncio.to_thread(self._run, "SELECT count(*) FROM pending")
+        return int(cur.fetchone()[0])
+
+    async def forget(self, user_id: str) -> int:
+        """Erase every queued (and dead) turn of a user; return how many were pending."""
+
+        def go() -> int:
+            with self._lock:
+                db = self._db()
+                n = db.execute("DELETE FROM pending WHERE user_id = ?", (user_id,)).rowcount
+                db.execute("DELETE FROM dead WHERE user_id = ?", (user_id,))
+                return int(n)
+
+        return await asyncio.to_thread(go)
+
+    def close(self) -> None:
+        """Close the file (reopened on next use)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,80 @@
+"""The `respond` node of the example graph: a real chat model, or a labelled offline stand-in."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from recall.messages import latest_human_text
+
+__all__ = [
+    "OFFLINE_LABEL",
+    "OFFLINE_NAME",
+    "create_respond_node",
+    "memory_prompt",
+    "offline_reply",
+]
+
+OFFLINE_LABEL = "(offline responder)"
+OFFLINE_NAME = "recall-offline-responder"
+
+
+def memory_prompt(memories: Sequence[dict[str, Any]]) -> str:
+    """The system prompt that hands retrieved memories to the chat model."""
+    if not memories:
+        return "You are a helpful companion. You have no memories of this user yet."
+    lines = [
+        f"- ({m.get('similarity', 0):.2f}) user said: {m.get('user_message', '')!r}; "
+        f"you replied: {m.get('ai_response', '')!r}"
+        for m in memories
+    ]
+    return (
+        "You are a helpful companion with a long-term memory. Relevant past exchanges with "
+        "this user, most relevant first:\n" + "\n".join(lines)
+    )
+
+
+def offline_reply(question: str | None, memories: Sequence[dict[str, Any]]) -> str:
+    """Answer from the retrieved memories alone, clearly labelled as not a model.
+
+    Short on purpose: the reply is stored with the turn and embedded with it, so boilerplate
+    would dilute every memory's embedding. Set RECALL_CHAT_MODEL for real answers.
+    """
+    if not memories:
+        return f"{OFFLINE_LABEL} Noted: {question or ''}".strip()
+    recalled = "; ".join(f'"{m.get("user_message", "")}"' for m in memories)
+    return f"{OFFLINE_LABEL} You told me: {recalled}"
+
+
+def create_respond_node(model: BaseChatModel | str | None = None) -> Any:
+    """Make the `respond` node.
+
+    Args:
+        model: a chat model, a `provider:model` string for `init_chat_model`, or None to read
+            `RECALL_CHAT_MODEL` (unset: the offline responder).
+    """
+    spec = model if model is not None else os.environ.get("RECALL_CHAT_MODEL") or None
+    chat: BaseChatModel | None = None
+    if isinstance(spec, str):
+        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found,unused-ignore]
+
+        chat = init_chat_model(spec)
+    elif spec is not None:
+        chat = spec
+
+    async def respond(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        """Answer the latest message with the retrieved memories in the prompt."""
+        memories = state.get("retrieved_memories") or []
+        if chat is None:
+            text = offline_reply(latest_human_text(state), memories)
+            return {"messages": [AIMessage(text, name=OFFLINE_NAME)]}
+        history: list[BaseMessage] = list(state.get("messages") or [])
+        reply = await chat.ainvoke([SystemMessage(memory_prompt(memories)), *history], config)
+        return {"messages": [reply]}
+
+    return respond

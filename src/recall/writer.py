@@ -1,0 +1,172 @@
+"""TurnWriter: stores turns without losing or duplicating any, and without holding up a reply.
+
+Each turn goes to the durable `Outbox` first, then to PostgreSQL. The caller waits at most
+`wait_s`; after that (or on a database error) the turn stays queued and a background drainer
+writes it when the database is back. Storing is idempotent (content hash), so a retry that
+races a slow first attempt stores the turn once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+from typing import Any, Literal
+
+import structlog
+
+from recall.errors import InvalidInputError
+from recall.memory import make_turn
+from recall.outbox import Outbox
+from recall.runtime import StoreProvider
+
+__all__ = ["TurnWriter", "WriteOutcome"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+WriteOutcome = Literal["stored", "queued"]
+
+
+class TurnWriter:
+    """Writes turns to the store through a durable queue.
+
+    Args:
+        store: provides the store (see `recall.runtime.provider_for`).
+        outbox: the durable queue.
+        wait_s: how long `submit` waits for the database before handing the turn off.
+        retry_initial_s: first pause of the drainer after a failure (doubles up to `retry_max_s`).
+        retry_max_s: longest pause between drain attempts.
+    """
+
+    def __init__(
+        self,
+        store: StoreProvider,
+        outbox: Outbox,
+        *,
+        wait_s: float = 2.0,
+        retry_initial_s: float = 0.5,
+        retry_max_s: float = 10.0,
+    ) -> None:
+        self._store = store
+        self.outbox = outbox
+        self._wait_s = wait_s
+        self._retry_initial_s = retry_initial_s
+        self._retry_max_s = retry_max_s
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._drainer: asyncio.Task[None] | None = None
+        self._inflight: set[int] = set()  # queue ids a first attempt is writing right now
+
+    async def submit(
+        self,
+        user_id: str,
+        user_message: str,
+        ai_response: str,
+        *,
+        conversation_id: str | None,
+        created_at: datetime,
+        metadata: dict[str, Any] | None = None,
+    ) -> WriteOutcome:
+        """Queue the turn durably, then try to store it within `wait_s`.
+
+        Returns:
+            "stored" when the database has it, "queued" when it will be written later.
+
+        Raises:
+            InvalidInputError: the turn can never be stored; nothing is queued.
+        """
+        turn: dict[str, Any] = {
+            "user_id": user_id,
+            "user_message": user_message,
+            "ai_response": ai_response,
+            "conversation_id": conversation_id,
+            "created_at": created_at.isoformat(),
+            "metadata": metadata or {},
+        }
+        make_turn(**turn)  # refuse what can never be stored before it is queued
+        queue_id = await self.outbox.put(user_id, turn)
+        attempt = self._spawn(self._write(queue_id, turn))
+        done, _ = await asyncio.wait({attempt}, timeout=self._wait_s)
+        if done and attempt.result():
+            return "stored"
+        log.warning("memory.write.queued", reason="slow" if not done else "error")
+        self._ensure_drainer()
+        return "queued"
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _write(self, queue_id: int, turn: dict[str, Any]) -> bool:
+        self._inflight.add(queue_id)
+        try:
+            return await self._attempt(queue_id, turn)
+        finally:
+            self._inflight.discard(queue_id)
+
+    async def _attempt(self, queue_id: int, turn: dict[str, Any]) -> bool:
+        try:
+            store = await self._store()
+            await store.add_turn(**turn)
+        except InvalidInputError as exc:
+            await self.outbox.bury(queue_id, str(exc))
+            log.error("memory.write.error", kind="invalid", error=str(exc))
+            return False
+        except Exception as exc:  # the turn stays queued; the drainer retries it
+            log.warning("memory.write.error", kind=type(exc).__name__, error=str(exc))
+            return False
+        await self.outbox.remove(queue_id)
+        return True
+
+    def _ensure_drainer(self) -> None:
+        if self._drainer is None or self._drainer.done():
+            self._drainer = self._spawn(self.drain())
+
+    async def drain(self) -> int:
+        """Write every queued turn, retrying with backoff until the queue is empty.
+
+        Returns:
+            How many turns this call stored.
+        """
+        stored = 0
+        pause = self._retry_initial_s
+        while True:
+            batch = [e for e in await self.outbox.peek(100) if e[0] not in self._inflight]
+            if not batch:
+                if stored:
+                    log.info("memory.write.drained", count=stored)
+                return stored
+            failed = False
+            for queue_id, turn in batch:
+                if await self._write(queue_id, turn):
+                    stored += 1
+                else:
+                    failed = True
+                    break
+            if failed:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, self._retry_max_s)
+            else:
+                pause = self._retry_initial_s
+
+    def start(self) -> None:
+        """Start draining what an earlier process left in the queue (needs a running loop)."""
+        self._ensure_drainer()
+
+    async def flush(self, timeout_s: float | None = None) -> None:
+        """Wait until in-flight writes and the queue are done (or `timeout_s` passes)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while self._tasks:
+                    await asyncio.gather(*list(self._tasks), return_exceptions=True)
+                if await self.outbox.count():
+                    await self.drain()
+
+    async def close(self) -> None:
+        """Stop background work; queued turns stay on disk for the next process."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.outbox.close()
