@@ -19,9 +19,12 @@ from recall.nodes import (
     retrieve_memories,
     store_memories,
 )
+from recall.rerank import ChatModelReranker, Reranker
+from recall.search_nodes import create_keyword_search_node, create_memory_search_tool
 from recall.store import MemoryStore
 
 __all__ = [
+    "ChatModelReranker",
     "ConfigError",
     "Embedder",
     "EmbeddingError",
@@ -33,8 +36,11 @@ __all__ = [
     "MigrationError",
     "MiniLMEmbeddings",
     "RecallError",
+    "Reranker",
     "Settings",
     "StoreError",
+    "create_keyword_search_node",
+    "create_memory_search_tool",
     "create_retrieve_memories_node",
     "create_store_memories_node",
     "retrieve_memories",

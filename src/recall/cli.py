@@ -69,7 +69,7 @@ def _print_memories(memories: list[Memory], as_json: bool) -> None:
         typer.echo("no memories found")
         return
     for m in memories:
-        score = "" if m.similarity is None else f"[{m.similarity:.3f}] "
+        score = "" if m.score is None else f"[{m.score:.3f}] "
         typer.echo(f"{score}{m.created_at:%Y-%m-%d %H:%M} {m.id}")
         typer.echo(f"  user: {m.user_message}")
         typer.echo(f"  ai:   {m.ai_response}")
@@ -200,19 +200,49 @@ def import_(
         typer.echo(f"built HNSW indexes for {len(indexed)} large users")
 
 
+@app.command("import-notes")
+def import_notes(
+    directory: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="Folder with MEMORY.md, memory/")
+    ],
+    user: UserOpt,
+) -> None:
+    """Import MEMORY.md and memory/YYYY-MM-DD.md notes as searchable memories (one per
+    paragraph, dated by file name). Re-running it stores nothing twice."""
+    from recall.notes import note_files, read_notes
+
+    files = note_files(directory)
+    if not files:
+        typer.echo(f"error: no MEMORY.md or memory/YYYY-MM-DD.md in {directory}", err=True)
+        raise typer.Exit(1)
+
+    async def go() -> int:
+        async with MemoryStore.connect() as store:
+            return len(await store.add_turns(read_notes(directory, user)))
+
+    typer.echo(f"imported {_run(go())} paragraphs from {len(files)} files")
+
+
 @app.command()
 def search(
     user: UserOpt,
     text: Annotated[str, typer.Argument(help="What to search for.")],
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 3,
     threshold: Annotated[float, typer.Option(min=0.0, max=1.0)] = 0.5,
+    mode: Annotated[str, typer.Option(help="semantic, keyword or hybrid.")] = "hybrid",
     as_json: JsonOpt = False,
 ) -> None:
-    """Search a user's memories by meaning."""
+    """Search a user's memories (hybrid by default: meaning and keywords)."""
 
     async def go() -> list[Memory]:
         async with MemoryStore.connect() as store:
-            return await store.search(user, text, limit=limit, similarity_threshold=threshold)
+            return await store.search(
+                user,
+                text,
+                limit=limit,
+                similarity_threshold=threshold,
+                mode=mode,  # type: ignore[arg-type]
+            )
 
     _print_memories(_run(go()), as_json)
 

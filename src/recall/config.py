@@ -80,6 +80,8 @@ class Settings:
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 100
     user_index_threshold: int = 20000
+    retrieval_mode: str = "hybrid"
+    hybrid_candidates: int = 20
     auto_migrate: bool = True
 
     def __post_init__(self) -> None:
@@ -112,6 +114,12 @@ class Settings:
             ),
             ("hnsw_ef_search", 1 <= self.hnsw_ef_search <= 1000, "must be between 1 and 1000"),
             ("user_index_threshold", self.user_index_threshold >= 1, "must be >= 1"),
+            (
+                "retrieval_mode",
+                self.retrieval_mode in ("semantic", "keyword", "hybrid"),
+                "must be semantic, keyword or hybrid",
+            ),
+            ("hybrid_candidates", 1 <= self.hybrid_candidates <= 1000, "must be 1 to 1000"),
             ("embedding_model", bool(self.embedding_model), "must not be empty"),
         ]
         for name, ok, message in checks:

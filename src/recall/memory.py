@@ -40,6 +40,9 @@ class Memory:
         conversation_id: the conversation (LangGraph thread) it came from, if known.
         created_at: when the turn happened (timezone-aware).
         metadata: free JSON data stored with the turn.
+        kind: "turn" (a user/AI pair), "note" (imported text) or "summary" (model-written).
+        score: what the search ranked by: cosine (semantic), BM25 (keyword) or the calibrated
+            relevance 0-1 (hybrid); None where there was no query.
     """
 
     id: str
@@ -49,6 +52,8 @@ class Memory:
     conversation_id: str | None
     created_at: datetime
     metadata: dict[str, Any] = field(default_factory=dict)
+    kind: str = "turn"
+    score: float | None = None
 
 
 def embedding_text(user_message: str, ai_response: str) -> str:
@@ -68,6 +73,7 @@ class Turn:
     metadata: dict[str, Any]
     metadata_json: str
     content_hash: bytes
+    kind: str = "turn"
 
     @property
     def text(self) -> str:
@@ -170,20 +176,30 @@ def make_turn(
     metadata: object = None,
     max_length: int = 2000,
     max_metadata_bytes: int = 65536,
+    kind: str = "turn",
 ) -> Turn:
-    """Validate and clean one turn; the content hash makes storing it idempotent.
+    """Validate and clean one turn (or, with kind "note"/"summary", one text whose
+    `ai_response` may be empty); the content hash makes storing it idempotent.
 
     Raises:
         InvalidInputError: any field is unusable (see `clean_id`, `clean_text`).
     """
+    if kind not in ("turn", "note", "summary"):
+        raise InvalidInputError(f"kind must be turn, note or summary, not {kind!r}")
     uid = clean_id(user_id, "user_id")
     assert uid is not None  # required=True never returns None
     cid = clean_id(conversation_id, "conversation_id", required=False)
     user_text = clean_text(user_message, "user_message", max_length=max_length)
-    ai_text = clean_text(ai_response, "ai_response", max_length=max_length)
+    if kind != "turn" and ai_response == "":
+        ai_text = ""
+    else:
+        ai_text = clean_text(ai_response, "ai_response", max_length=max_length)
     meta, meta_json = _clean_metadata(metadata, max_metadata_bytes)
     digest = hashlib.sha256(
-        json.dumps([uid, cid, user_text, ai_text], ensure_ascii=False).encode("utf-8")
+        json.dumps(
+            [uid, cid, user_text, ai_text] + ([] if kind == "turn" else [kind]),
+            ensure_ascii=False,
+        ).encode("utf-8")
     ).digest()
     return Turn(
         user_id=uid,
@@ -194,4 +210,5 @@ def make_turn(
         metadata=meta,
         metadata_json=meta_json,
         content_hash=digest,
+        kind=kind,
     )

@@ -28,6 +28,8 @@ from recall.messages import (
     user_id_from_config,
 )
 from recall.outbox import Outbox
+from recall.rerank import Reranker, rerank_memories
+from recall.retrieval import Mode
 from recall.runtime import StoreProvider, provider_for
 from recall.store import MemoryStore
 from recall.writer import TurnWriter
@@ -83,7 +85,13 @@ def create_retrieve_memories_node(
     *,
     limit: int = 3,
     similarity_threshold: float = 0.5,
+    mode: Mode | None = None,
     search_timeout_ms: int | None = None,
+    reranker: Reranker | None = None,
+    enable_vector_search: bool = True,
+    enable_rerank: bool | None = None,
+    vector_search_top_k: int = 25,
+    rerank_timeout_ms: int = 10000,
     settings: Settings | None = None,
 ) -> Node:
     """Make a `retrieve_memories` node.
@@ -91,9 +99,19 @@ def create_retrieve_memories_node(
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
         limit: memories returned at most (the seed's 3).
-        similarity_threshold: minimum cosine similarity (the seed's 0.5).
+        similarity_threshold: the floor (the seed's 0.5): on the cosine in semantic mode, on
+            the calibrated relevance in hybrid mode, unused in keyword mode.
+        mode: "semantic" (the seed's), "keyword" or "hybrid"; `Settings.retrieval_mode`
+            ("hybrid") when None. See docs/decisions/0005-hybrid-retrieval.md.
         search_timeout_ms: give up after this long; `Settings.search_timeout_ms` when None.
-        settings: where the timeout default comes from; `Settings.from_env()` when None.
+        reranker: a second stage (seed 001), e.g. `ChatModelReranker(model)`.
+        enable_vector_search: stage 1 searches (True) or takes the user's most recent
+            `vector_search_top_k` memories (False, the seed's pre-filter switch).
+        enable_rerank: re-rank stage 1's top `vector_search_top_k`; default: on when a
+            reranker is given. On a re-ranker error or timeout the stage-1 order is kept.
+        vector_search_top_k: stage-1 candidates handed to the re-ranker (the seed's 25).
+        rerank_timeout_ms: the re-ranker's own time limit.
+        settings: where defaults come from; `Settings.from_env()` when None.
 
     Returns:
         `async def node(state, config) -> {"retrieved_memories": [...]}`. It never raises:
@@ -101,10 +119,26 @@ def create_retrieve_memories_node(
         return an empty list (and are logged).
     """
     provider = provider_for(store)
-    timeout_ms = search_timeout_ms
-    if timeout_ms is None:
-        timeout_ms = (settings or Settings.from_env()).search_timeout_ms
+    cfg = settings or Settings.from_env()
+    timeout_ms = search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms
     timeout_s = timeout_ms / 1000
+    search_mode: Mode = mode or cfg.retrieval_mode  # type: ignore[assignment]
+    rerank_on = (reranker is not None) if enable_rerank is None else enable_rerank
+    if rerank_on and reranker is None:
+        raise ValueError("enable_rerank=True needs a reranker")
+    stage1 = max(limit, vector_search_top_k) if rerank_on else limit
+
+    async def candidates(user_id: str, query: str) -> list[Memory]:
+        memory_store = await provider()
+        if not enable_vector_search:
+            return await memory_store.recent(user_id, stage1)
+        return await memory_store.search(
+            user_id,
+            query,
+            limit=stage1,
+            similarity_threshold=similarity_threshold,
+            mode=search_mode,
+        )
 
     async def retrieve_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Retrieve the user's memories most relevant to their latest message."""
@@ -119,8 +153,10 @@ def create_retrieve_memories_node(
                 log.info("memory.retrieve.skip", reason="no_message")
                 return {"retrieved_memories": []}
             async with asyncio.timeout(timeout_s):
-                memories = await (await provider()).search(
-                    user_id, query, limit=limit, similarity_threshold=similarity_threshold
+                memories = await candidates(user_id, query)
+            if rerank_on and reranker is not None:
+                memories = await rerank_memories(
+                    reranker, query, memories, timeout_s=rerank_timeout_ms / 1000
                 )
             found = [to_state_dict(m) for m in memories[:limit]]
             log.info(

@@ -73,24 +73,25 @@ CREATE TEMP TABLE recall_import (
     metadata jsonb NOT NULL,
     content_hash bytea NOT NULL,
     embedding vector NOT NULL,
-    embedding_model text NOT NULL
+    embedding_model text NOT NULL,
+    kind text NOT NULL
 ) ON COMMIT DROP;
 
 -- name: copy_import
 COPY recall_import (
     ord, user_id, conversation_id, user_message, ai_response, created_at, metadata,
-    content_hash, embedding, embedding_model
+    content_hash, embedding, embedding_model, kind
 ) FROM STDIN (FORMAT BINARY);
 
 -- name: merge_import
 -- Rows already stored (same user and content hash) are skipped, also within one batch.
 INSERT INTO recall.memories (
     user_id, conversation_id, user_message, ai_response, created_at, metadata,
-    content_hash, embedding, embedding_model
+    content_hash, embedding, embedding_model, kind
 )
 -- clock_timestamp() keeps the file's order for turns that carry no date
 SELECT user_id, conversation_id, user_message, ai_response, coalesce(created_at, clock_timestamp()),
-       metadata, content_hash, embedding, embedding_model
+       metadata, content_hash, embedding, embedding_model, kind
 FROM recall_import
 ORDER BY ord
 ON CONFLICT (user_id, content_hash) DO NOTHING;
@@ -118,7 +119,7 @@ WITH scored AS MATERIALIZED (
     LIMIT %(limit)s
 )
 SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
-       best.distance
+       m.kind, best.distance, NULL::float8 AS bm25
 FROM best
 JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
 ORDER BY best.distance, best.id;
@@ -142,22 +143,68 @@ WITH candidates AS MATERIALIZED (
     LIMIT %(limit)s
 )
 SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
-       best.distance
+       m.kind, best.distance, NULL::float8 AS bm25
 FROM best
 JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
 ORDER BY best.distance, best.id;
 
+-- name: search_keyword
+-- BM25 over this user's memories (optionally one conversation), computed exactly in SQL
+-- with binary term frequency (memories are short: a term rarely repeats in one):
+-- df is counted among the matching rows, which hold every row containing a query term;
+-- N and the average length come from recall.users. k1 = 1.2, b = 0.75.
+-- %(words)s are sanitized words (letters and digits only, recall.keywords), so quoting them
+-- for to_tsquery is safe. %(query)s may be NULL (no cosine); %(conversation_id)s may be NULL.
+WITH q AS MATERIALIZED (
+    SELECT to_tsquery('english', %(tsquery)s) AS query,
+           greatest(u.memory_count, 1)::float8 AS n,
+           greatest(u.total_tokens::float8 / greatest(u.memory_count, 1), 1.0) AS avgdl
+    FROM recall.users AS u
+    WHERE u.user_id = %(user_id)s
+), terms AS MATERIALIZED (
+    SELECT DISTINCT ON (tq::text) tq
+    FROM unnest(%(words)s::text[]) AS w,
+         LATERAL (SELECT to_tsquery('english', '''' || w || '''') AS tq) AS x
+    WHERE numnode(tq) > 0
+), matched AS MATERIALIZED (
+    SELECT m.id, m.fts, m.doc_len
+    FROM recall.memories AS m, q
+    WHERE m.user_id = %(user_id)s
+      AND (%(conversation_id)s::text IS NULL OR m.conversation_id = %(conversation_id)s::text)
+      AND m.fts @@ q.query
+), hits AS MATERIALIZED (
+    SELECT mt.id, mt.doc_len, t.tq::text AS term
+    FROM matched AS mt JOIN terms AS t ON mt.fts @@ t.tq
+), df AS (
+    SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
+), scored AS (
+    SELECT hits.id,
+           sum(
+               ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
+               * 2.2 / (1 + 1.2 * (0.25 + 0.75 * hits.doc_len / q.avgdl))
+           ) AS bm25
+    FROM hits JOIN df USING (term) CROSS JOIN q
+    GROUP BY hits.id
+    ORDER BY bm25 DESC, hits.id
+    LIMIT %(limit)s
+)
+SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
+       m.kind, m.embedding <=> %(query)s::vector AS distance, s.bm25
+FROM scored AS s
+JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = s.id
+ORDER BY s.bm25 DESC, s.id;
+
 -- name: recent
-SELECT id, conversation_id, user_message, ai_response, created_at, metadata,
-       NULL::float8 AS distance
+SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
+       NULL::float8 AS distance, NULL::float8 AS bm25
 FROM recall.memories
 WHERE user_id = %(user_id)s
 ORDER BY created_at DESC, id DESC
 LIMIT %(limit)s;
 
 -- name: get_memory
-SELECT id, conversation_id, user_message, ai_response, created_at, metadata,
-       NULL::float8 AS distance
+SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
+       NULL::float8 AS distance, NULL::float8 AS bm25
 FROM recall.memories
 WHERE user_id = %(user_id)s AND id = %(id)s;
 

@@ -16,12 +16,16 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from recall.bulk import copy_turns
 from recall.config import Settings
 from recall.db import Database, connect_once, locate_database, open_pool
 from recall.embeddings import Embedder, Vector, load_embeddings
 from recall.errors import InvalidInputError, MigrationError, RecallError, StoreError
+from recall.fusion import DEFAULT_FUSION, FusionModel
+from recall.keywords import keywords_from_text, parse_keywords
 from recall.memory import Memory, Turn, clean_id, clean_text, make_turn
 from recall.migrate import apply_migrations, bind_embedding_space, pending_migrations
+from recall.retrieval import Mode, cosine, fuse, keyword_rows, row_memory, vector_rows
 from recall.sql import query
 from recall.userindex import build_user_index, drop_user_index
 
@@ -30,22 +34,7 @@ __all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
 log = structlog.stdlib.get_logger(__name__)
 
 MAX_LIMIT = 1000
-_IMPORT_TYPES = [
-    "int4", "text", "text", "text", "text", "timestamptz", "jsonb", "bytea", "vector", "text",
-]  # fmt: skip
-
-
-def _memory(row: tuple[Any, ...]) -> Memory:
-    mid, conversation_id, user_message, ai_response, created_at, metadata, distance = row
-    return Memory(
-        id=str(mid),
-        user_message=user_message,
-        ai_response=ai_response,
-        similarity=None if distance is None else max(0.0, min(1.0, 1.0 - float(distance))),
-        conversation_id=conversation_id,
-        created_at=created_at,
-        metadata=metadata or {},
-    )
+_MODES = ("semantic", "keyword", "hybrid")
 
 
 def _check_limit(limit: object, name: str = "limit") -> int:
@@ -77,8 +66,10 @@ class MemoryStore:
         settings: Settings,
         *,
         database: Database | None = None,
+        fusion: FusionModel = DEFAULT_FUSION,
     ) -> None:
         self.pool = pool
+        self.fusion = fusion
         self.embedder = embedder
         self.settings = settings
         self.database = database
@@ -264,6 +255,7 @@ class MemoryStore:
                     self._turn(
                         **{k: item.get(k) for k in known},
                         metadata=item.get("metadata"),
+                        kind=item.get("kind") or "turn",
                     )
                 )
             except InvalidInputError as exc:
@@ -277,32 +269,12 @@ class MemoryStore:
             computed = await self.embedder.embed_documents([turns[i].text for i in missing])
             for i, vec in zip(missing, computed, strict=True):
                 vectors[i] = vec
-        async with self._conn("add_turns") as conn, conn.transaction():
-            await conn.execute(query("create_import_table"))
-            async with conn.cursor().copy(query("copy_import")) as copy:
-                copy.set_types(_IMPORT_TYPES)
-                for ord_, (turn, maybe_vec) in enumerate(zip(turns, vectors, strict=True)):
-                    await copy.write_row(
-                        (
-                            ord_,
-                            turn.user_id,
-                            turn.conversation_id,
-                            turn.user_message,
-                            turn.ai_response,
-                            turn.created_at,
-                            Jsonb(turn.metadata),
-                            turn.content_hash,
-                            maybe_vec,
-                            self.embedder.name,
-                        )
-                    )
-            await conn.execute(query("merge_import"))
-            cur = await conn.execute(query("import_ids"))
-            rows = await cur.fetchall()
-        by_ord = {ord_: str(mid) for ord_, mid in rows}
+        ready = [v for v in vectors if v is not None]
+        async with self._conn("add_turns") as conn:
+            ids = await copy_turns(conn, turns, ready, self.embedder.name)
         for user_id in {t.user_id for t in turns}:
             self._plans.pop(user_id, None)
-        return [by_ord[i] for i in range(len(turns))]
+        return ids
 
     # reads ------------------------------------------------------------------------------------
 
@@ -325,55 +297,127 @@ class MemoryStore:
         limit: int = 3,
         similarity_threshold: float = 0.5,
         *,
+        mode: Mode = "semantic",
         query_vector: Vector | None = None,
     ) -> list[Memory]:
-        """The user's memories most similar to `query_text`, best first.
+        """The user's memories most relevant to `query_text`, best first.
 
-        Returns at most `limit` memories whose cosine similarity is >= `similarity_threshold`,
-        the same as an exact search over all of the user's memories (see
-        docs/decisions/0001-per-user-search.md for the plan per user size).
+        Modes:
+            semantic: cosine similarity; returns at most `limit` memories with similarity
+                >= `similarity_threshold`, the same as an exact search over all of the
+                user's memories (docs/decisions/0001-per-user-search.md).
+            keyword: BM25 over full-text search of the query's words; the threshold does not
+                apply (BM25 has no fixed scale); `similarity` is still the cosine.
+            hybrid: vector and keyword candidates fused into a calibrated relevance (0-1,
+                `Memory.score`) that the threshold applies to
+                (docs/decisions/0005-hybrid-retrieval.md); `similarity` is still the cosine.
 
         Args:
             user_id: whose memories to search.
             query_text: the text to embed (cut to `max_query_length`).
             limit: 1 to 1000.
             similarity_threshold: 0 to 1.
+            mode: "semantic", "keyword" or "hybrid".
             query_vector: a precomputed query embedding; `query_text` is then not embedded.
 
         Raises:
             InvalidInputError, EmbeddingError, StoreError.
         """
         uid = clean_id(user_id, "user_id")
+        assert uid is not None
         text = clean_text(query_text, "query", max_length=self.settings.max_query_length)
         limit = _check_limit(limit)
         threshold = _check_threshold(similarity_threshold)
+        if mode not in _MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
         vector = (
             self.embedder.check_vector(query_vector)
             if query_vector is not None
             else await self.embedder.embed_query(text)
         )
-        params = {
-            "user_id": uid,
-            "query": vector,
-            "limit": limit,
-            "max_distance": 1.0 - threshold,
-            "candidates": max(limit, self.settings.hnsw_ef_search),
-        }
-        async with self._conn("search") as conn:
-            _count, index = await self._plan(conn, uid)  # type: ignore[arg-type]
-            if index is None:
-                cur = await conn.execute(query("search_exact"), params)
-                rows = await cur.fetchall()
-            else:
-                async with conn.transaction():
-                    await conn.execute(
-                        query("set_ef_search"),
-                        {"ef_search": str(max(limit, self.settings.hnsw_ef_search))},
-                    )
-                    # unprepared: planned with this user id, so the partial index matches
-                    cur = await conn.execute(query("search_indexed"), params, prepare=False)
-                    rows = await cur.fetchall()
-        return [_memory(r) for r in rows]
+        if mode == "keyword":
+            async with self._conn("search") as conn:
+                rows = await self._keyword_rows(conn, uid, text, vector, limit)
+            return [row_memory(r, score=float(r[8])) for r in rows]
+        if mode == "semantic":
+            async with self._conn("search") as conn:
+                rows = await self._vector_rows(conn, uid, vector, limit, 1.0 - threshold)
+            return [row_memory(r, score=cosine(r[7])) for r in rows]
+        pool_size = max(limit, self.settings.hybrid_candidates)
+
+        async def vector_side() -> list[tuple[Any, ...]]:
+            async with self._conn("search") as conn:
+                return await self._vector_rows(conn, uid, vector, pool_size, 2.0)
+
+        async def keyword_side() -> list[tuple[Any, ...]]:
+            async with self._conn("search") as conn:
+                return await self._keyword_rows(conn, uid, text, vector, pool_size)
+
+        # two connections at once: the two candidate queries run in parallel on the server
+        vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
+        fused = fuse(vec_rows, kw_rows, self.fusion)
+        return [m for m, score in fused if score >= threshold][:limit]
+
+    async def _vector_rows(
+        self, conn: AsyncConnection[Any], uid: str, vector: Vector, limit: int, max_distance: float
+    ) -> list[tuple[Any, ...]]:
+        _count, index = await self._plan(conn, uid)
+        return await vector_rows(
+            conn,
+            user_id=uid,
+            vector=vector,
+            limit=limit,
+            max_distance=max_distance,
+            index=index,
+            ef_search=self.settings.hnsw_ef_search,
+        )
+
+    async def _keyword_rows(
+        self, conn: AsyncConnection[Any], uid: str, text: str, vector: Vector, limit: int
+    ) -> list[tuple[Any, ...]]:
+        return await keyword_rows(
+            conn, user_id=uid, keywords=keywords_from_text(text), vector=vector, limit=limit
+        )
+
+    async def keyword_search(
+        self,
+        user_id: str,
+        keywords: str,
+        limit: int = 5,
+        *,
+        conversation_id: str | None = None,
+    ) -> list[Memory]:
+        """The seed's VectorMemorySearch: `;`-separated keywords, ORed, ranked by BM25.
+
+        Keywords are sanitized (`recall.keywords`), at most 60 are used, and no full-text or
+        SQL syntax in them can change the query. `Memory.score` is the BM25 score and
+        `similarity` is None (no query vector).
+
+        Args:
+            user_id: whose memories to search.
+            keywords: e.g. "dog; vet appointment; Max".
+            limit: 1 to 1000 (the seed's default is 5).
+            conversation_id: only this conversation (the seed's discussion id); None: all.
+
+        Raises:
+            InvalidInputError, StoreError.
+        """
+        uid = clean_id(user_id, "user_id")
+        assert uid is not None
+        cid = clean_id(conversation_id, "conversation_id", required=False)
+        if not isinstance(keywords, str):
+            raise InvalidInputError(f"keywords must be a string, not {type(keywords).__name__}")
+        limit = _check_limit(limit)
+        async with self._conn("keyword_search") as conn:
+            rows = await keyword_rows(
+                conn,
+                user_id=uid,
+                keywords=parse_keywords(keywords),
+                vector=None,
+                limit=limit,
+                conversation_id=cid,
+            )
+        return [row_memory(r, score=float(r[8])) for r in rows]
 
     async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None).
@@ -386,7 +430,7 @@ class MemoryStore:
         async with self._conn("recent") as conn:
             cur = await conn.execute(query("recent"), {"user_id": uid, "limit": n})
             rows = await cur.fetchall()
-        return [_memory(r) for r in rows]
+        return [row_memory(r) for r in rows]
 
     async def get(self, user_id: str, memory_id: str) -> Memory | None:
         """One of the user's memories by id, or None (also for another user's id).
@@ -401,7 +445,7 @@ class MemoryStore:
         async with self._conn("get") as conn:
             cur = await conn.execute(query("get_memory"), {"user_id": uid, "id": mid})
             row = await cur.fetchone()
-        return None if row is None else _memory(row)
+        return None if row is None else row_memory(row)
 
     # erasure ----------------------------------------------------------------------------------
 

@@ -38,7 +38,8 @@ def runner(cli_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 
 
 def test_help_on_every_command(runner: CliRunner) -> None:
-    commands = ["migrate", "add", "import", "search", "recent", "forget", "stats", "reembed"]
+    commands = ["migrate", "add", "import", "import-notes", "search", "recent", "forget", "stats",
+                "reembed", "chat", "demo"]  # fmt: skip
     for args in [[], *([c] for c in commands), ["db"], ["db", "start"], ["db", "stop"]]:
         result = runner.invoke(app, [*args, "--help"])
         assert result.exit_code == 0, (args, result.output)
@@ -93,6 +94,20 @@ def test_import_jsonl_twice_stores_once(runner: CliRunner, tmp_path: Path) -> No
     assert len(rows) == 5
     assert rows[0]["user_message"] == "imported fact 4"
     assert rows[0]["metadata"] == {"n": 4}
+
+
+def test_import_notes(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "2026-02-15.md").write_text("Set up ErsatzTV.\n\nPort 8409.")
+    first = runner.invoke(app, ["import-notes", str(tmp_path), "-u", "cli-notes"])
+    assert first.exit_code == 0, first.output
+    assert "imported 2 paragraphs from 1 files" in first.stdout
+    found = runner.invoke(
+        app, ["search", "-u", "cli-notes", "ErsatzTV", "--mode", "keyword", "--json"]
+    )
+    assert json.loads(found.stdout)[0]["kind"] == "note"
+    empty = runner.invoke(app, ["import-notes", str(tmp_path / "memory"), "-u", "x"])
+    assert empty.exit_code == 1
 
 
 def test_bad_input_exits_non_zero_with_a_message(runner: CliRunner, tmp_path: Path) -> None:

@@ -1,0 +1,92 @@
+"""Shared by the benchmarks: a fresh database on the embedded (or given) server, and tables."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from recall.db import connect_once
+from recall.embedded import EmbeddedServer
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_DATA_DIR = ROOT / ".recall" / "bench-pgdata"
+
+
+async def fresh_database(name: str) -> str:
+    """Drop and create database `name` on RECALL_BENCH_DATABASE_URL's server, or on an
+    embedded server in .recall/bench-pgdata; return its URL."""
+    server_url = os.environ.get("RECALL_BENCH_DATABASE_URL") or await EmbeddedServer(
+        BENCH_DATA_DIR
+    ).astart(stop_at_exit=True)
+    conn = await connect_once(server_url)
+    try:
+        await conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    finally:
+        await conn.close()
+    return make_conninfo(server_url, dbname=name)
+
+
+def table(headers: list[str], rows: list[list[object]]) -> str:
+    """A Markdown table."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def machine() -> str:
+    """One line describing the machine and versions, for the record."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+        cpu = model
+    except (OSError, StopIteration):
+        pass
+    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}"
+
+
+def git_revision() -> str:
+    """The commit the benchmark ran on."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],  # noqa: S607 - the git on PATH
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        return (out.stdout.strip() or "unknown") + (" + uncommitted changes" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def write_section(name: str, body: str, path: Path = ROOT / "docs" / "benchmarks.md") -> None:
+    """Replace the section between `<!-- name:start -->` and `<!-- name:end -->` in
+    docs/benchmarks.md (appending it when missing), leaving other benchmarks' sections."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    block = f"{start}\n{body.strip()}\n{end}"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
+    text = (
+        pattern.sub(lambda _m: block, text) if pattern.search(text) else text + "\n" + block + "\n"
+    )
+    path.write_text(text)

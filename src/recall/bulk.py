@@ -1,0 +1,56 @@
+"""Bulk import: validated turns written with one binary COPY per batch, merged idempotently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from recall.embeddings import Vector
+from recall.memory import Turn
+from recall.sql import query
+
+__all__ = ["copy_turns"]
+
+_IMPORT_TYPES = [
+    "int4", "text", "text", "text", "text", "timestamptz", "jsonb", "bytea", "vector", "text",
+    "text",
+]  # fmt: skip
+
+
+async def copy_turns(
+    conn: AsyncConnection[Any], turns: list[Turn], vectors: list[Vector], model_name: str
+) -> list[str]:
+    """COPY the turns into a temporary table and merge them in one transaction.
+
+    Rows already stored (same user and content hash, also within the batch) are skipped.
+
+    Returns:
+        The id of each turn, in order (the existing id for a turn stored before).
+    """
+    async with conn.transaction():
+        await conn.execute(query("create_import_table"))
+        async with conn.cursor().copy(query("copy_import")) as copy:
+            copy.set_types(_IMPORT_TYPES)
+            for ordinal, (turn, vector) in enumerate(zip(turns, vectors, strict=True)):
+                await copy.write_row(
+                    (
+                        ordinal,
+                        turn.user_id,
+                        turn.conversation_id,
+                        turn.user_message,
+                        turn.ai_response,
+                        turn.created_at,
+                        Jsonb(turn.metadata),
+                        turn.content_hash,
+                        vector,
+                        model_name,
+                        turn.kind,
+                    )
+                )
+        await conn.execute(query("merge_import"))
+        cur = await conn.execute(query("import_ids"))
+        rows = await cur.fetchall()
+    by_ordinal = {ordinal: str(mid) for ordinal, mid in rows}
+    return [by_ordinal[i] for i in range(len(turns))]

@@ -1,0 +1,120 @@
+"""The three ways to rank a user's memories: semantic (cosine), keyword (BM25), hybrid (both).
+
+Functions over one connection; `MemoryStore.search` picks the mode and the plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from psycopg import AsyncConnection
+
+from recall.embeddings import Vector
+from recall.fusion import Candidate, FusionModel
+from recall.keywords import KeywordQuery
+from recall.memory import Memory
+from recall.sql import query
+
+__all__ = ["Mode", "cosine", "fuse", "keyword_rows", "row_memory", "vector_rows"]
+
+Mode = Literal["semantic", "keyword", "hybrid"]
+Row = tuple[Any, ...]
+
+
+def cosine(distance: float | None) -> float | None:
+    """Cosine similarity (clamped to 0-1) from pgvector's cosine distance."""
+    return None if distance is None else max(0.0, min(1.0, 1.0 - float(distance)))
+
+
+def row_memory(row: Row, score: float | None = None) -> Memory:
+    """A result row (queries.sql's common column list) as a `Memory`."""
+    mid, conversation_id, user_message, ai_response, created_at, metadata, kind, distance, _ = row
+    return Memory(
+        id=str(mid),
+        user_message=user_message,
+        ai_response=ai_response,
+        similarity=cosine(distance),
+        conversation_id=conversation_id,
+        created_at=created_at,
+        metadata=metadata or {},
+        kind=kind,
+        score=score,
+    )
+
+
+async def vector_rows(
+    conn: AsyncConnection[Any],
+    *,
+    user_id: str,
+    vector: Vector,
+    limit: int,
+    max_distance: float,
+    index: str | None,
+    ef_search: int,
+) -> list[Row]:
+    """Nearest memories by cosine: the exact plan, or the user's own HNSW index."""
+    params = {
+        "user_id": user_id,
+        "query": vector,
+        "limit": limit,
+        "max_distance": max_distance,
+        "candidates": max(limit, ef_search),
+    }
+    if index is None:
+        cur = await conn.execute(query("search_exact"), params)
+        return await cur.fetchall()
+    async with conn.transaction():
+        await conn.execute(query("set_ef_search"), {"ef_search": str(max(limit, ef_search))})
+        # unprepared: planned with this user id, so the partial index's predicate matches
+        cur = await conn.execute(query("search_indexed"), params, prepare=False)
+        return await cur.fetchall()
+
+
+async def keyword_rows(
+    conn: AsyncConnection[Any],
+    *,
+    user_id: str,
+    keywords: KeywordQuery,
+    vector: Vector | None,
+    limit: int,
+    conversation_id: str | None = None,
+) -> list[Row]:
+    """Best memories by BM25 over PostgreSQL full-text search (cosine too when `vector`)."""
+    if keywords.empty:
+        return []
+    cur = await conn.execute(
+        query("search_keyword"),
+        {
+            "user_id": user_id,
+            "tsquery": keywords.tsquery,
+            "words": keywords.words,
+            "query": vector,
+            "limit": limit,
+            "conversation_id": conversation_id,
+        },
+    )
+    return await cur.fetchall()
+
+
+def fuse(
+    vector_hits: list[Row], keyword_hits: list[Row], model: FusionModel
+) -> list[tuple[Memory, float]]:
+    """Merge both lists (a keyword-only hit can enter) and rank by calibrated relevance."""
+    rows: dict[str, Row] = {}
+    candidates: dict[str, Candidate] = {}
+    for rank, row in enumerate(vector_hits):
+        key = str(row[0])
+        rows[key] = row
+        candidates[key] = Candidate(key, cosine(row[7]) or 0.0, vector_rank=rank)
+    for rank, row in enumerate(keyword_hits):
+        key = str(row[0])
+        rows.setdefault(key, row)
+        cand = candidates.setdefault(key, Candidate(key, cosine(row[7]) or 0.0))
+        cand.bm25 = float(row[8] or 0.0)
+        cand.keyword_rank = rank
+    ordered = list(candidates.values())
+    scored = sorted(
+        zip(ordered, model.relevance(ordered), strict=True),
+        key=lambda cs: (-cs[1], cs[0].key),
+    )
+    return [(row_memory(rows[c.key], score), score) for c, score in scored]
