@@ -1,6 +1,8 @@
 """recall: long-term memory for LangGraph agents on PostgreSQL + pgvector."""
 
 from recall.config import Settings
+from recall.consolidate import ConsolidationScheduler, Consolidator
+from recall.context_nodes import create_chat_summary_node, create_recent_memories_node
 from recall.embeddings import Embedder, MiniLMEmbeddings
 from recall.errors import (
     ConfigError,
@@ -26,6 +28,8 @@ from recall.store import MemoryStore
 __all__ = [
     "ChatModelReranker",
     "ConfigError",
+    "ConsolidationScheduler",
+    "Consolidator",
     "Embedder",
     "EmbeddingError",
     "EmbeddingMismatchError",
@@ -39,8 +43,10 @@ __all__ = [
     "Reranker",
     "Settings",
     "StoreError",
+    "create_chat_summary_node",
     "create_keyword_search_node",
     "create_memory_search_tool",
+    "create_recent_memories_node",
     "create_retrieve_memories_node",
     "create_store_memories_node",
     "retrieve_memories",

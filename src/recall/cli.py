@@ -17,7 +17,7 @@ from recall.config import Settings
 from recall.db import connect_once, locate_database
 from recall.embedded import EmbeddedServer
 from recall.embeddings import Embedder, load_embeddings
-from recall.errors import InvalidInputError, RecallError
+from recall.errors import ConfigError, InvalidInputError, RecallError
 from recall.logs import configure_logging
 from recall.memory import Memory
 from recall.migrate import apply_migrations, bind_embedding_space
@@ -347,6 +347,57 @@ def demo() -> None:
                 _print_memories(hits, as_json=False)
 
     _run(go())
+
+
+@app.command()
+def consolidate(
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user.")] = None,
+    conversation: Annotated[str | None, typer.Option(help="Only this conversation.")] = None,
+) -> None:
+    """Write model-made memories for every conversation with unprocessed turns, now (partial
+    chunks included). Needs RECALL_CHAT_MODEL (e.g. openai:gpt-4o-mini)."""
+    from recall.consolidate import Consolidator
+    from recall.extraction import RunnableExtractor, RunnableSummarizer
+    from recall.sql import query
+
+    spec = os.environ.get("RECALL_CHAT_MODEL")
+    if not spec:
+        typer.echo("error: set RECALL_CHAT_MODEL (provider:model) to write memories", err=True)
+        raise typer.Exit(1)
+
+    async def go() -> list[str]:
+        try:
+            from langchain.chat_models import init_chat_model  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:
+            raise ConfigError("RECALL_CHAT_MODEL needs the `langchain` package") from exc
+        model = init_chat_model(spec)
+        settings = Settings.from_env()
+        lines = []
+        async with MemoryStore.connect(settings) as store:
+            worker = Consolidator(
+                store,
+                RunnableExtractor(model),
+                summarizer=RunnableSummarizer(model),
+                chunk_size=settings.consolidation_chunk_size,
+                dedup_threshold=settings.dedup_threshold,
+            )
+            async with store.pool.connection() as conn:
+                cur = await conn.execute(
+                    query("pending_conversations"),
+                    {"user_id": user, "conversation_id": conversation},
+                )
+                pending = await cur.fetchall()
+            for uid, cid, count in pending:
+                result = await worker.run(uid, cid, force=True)
+                status = f"error: {result.error}" if result.error else "ok"
+                lines.append(
+                    f"{uid} / {cid}: {count} turns, {result.created} new memories, "
+                    f"{result.updated} updated ({status})"
+                )
+        return lines
+
+    lines = _run(go())
+    typer.echo("\n".join(lines) if lines else "nothing to consolidate")
 
 
 @app.command()

@@ -82,6 +82,8 @@ class Settings:
     user_index_threshold: int = 20000
     retrieval_mode: str = "hybrid"
     hybrid_candidates: int = 20
+    consolidation_chunk_size: int = 10
+    dedup_threshold: float = 0.95
     auto_migrate: bool = True
 
     def __post_init__(self) -> None:
@@ -120,6 +122,8 @@ class Settings:
                 "must be semantic, keyword or hybrid",
             ),
             ("hybrid_candidates", 1 <= self.hybrid_candidates <= 1000, "must be 1 to 1000"),
+            ("consolidation_chunk_size", self.consolidation_chunk_size >= 1, "must be >= 1"),
+            ("dedup_threshold", 0.0 < self.dedup_threshold <= 1.0, "must be in (0, 1]"),
             ("embedding_model", bool(self.embedding_model), "must not be empty"),
         ]
         for name, ok, message in checks:

@@ -17,6 +17,7 @@ import structlog
 from langchain_core.runnables import RunnableConfig
 
 from recall.config import Settings
+from recall.consolidate import ConsolidationScheduler
 from recall.errors import EmbeddingError, InvalidInputError, StoreError
 from recall.memory import Memory
 from recall.messages import (
@@ -182,6 +183,7 @@ def create_store_memories_node(
     settings: Settings | None = None,
     queue_path: Path | None = None,
     wait_s: float = 2.0,
+    consolidation: ConsolidationScheduler | None = None,
 ) -> Node:
     """Make a `store_memories` node: stores the latest user message with the AI reply to it.
 
@@ -197,6 +199,8 @@ def create_store_memories_node(
         settings: filtering settings; `Settings.from_env()` when None.
         queue_path: the durable queue file; `settings.queue_path` when None.
         wait_s: how long the node waits for the database before handing the turn off.
+        consolidation: notified after each turn, to write memories in the background
+            (docs/memory-creation.md); the node never waits for it.
 
     Returns:
         `async def node(state, config) -> {}`; it never raises and never waits past `wait_s`
@@ -243,6 +247,8 @@ def create_store_memories_node(
                 created_at=datetime.now(UTC),
             )
             log.info("memory.write.done", outcome=outcome)
+            if consolidation is not None:
+                consolidation.notify(user_id, thread_id(config))
         except InvalidInputError as exc:
             log.warning("memory.write.skip", reason="invalid", error=str(exc))
         except Exception as exc:  # the reply is already made; never fail the turn here

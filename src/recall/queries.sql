@@ -48,12 +48,12 @@ SET model_name = %(model_name)s, dimensions = %(dimensions)s, bound_at = now();
 -- name: insert_memory
 INSERT INTO recall.memories (
     user_id, conversation_id, user_message, ai_response, created_at, metadata,
-    content_hash, embedding, embedding_model
+    content_hash, embedding, embedding_model, kind
 )
 VALUES (
     %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s,
     coalesce(%(created_at)s, now()), %(metadata)s, %(content_hash)s, %(embedding)s,
-    %(embedding_model)s
+    %(embedding_model)s, %(kind)s
 )
 ON CONFLICT (user_id, content_hash) DO NOTHING
 RETURNING id, created_at;
@@ -173,14 +173,19 @@ WITH q AS MATERIALIZED (
       AND (%(conversation_id)s::text IS NULL OR m.conversation_id = %(conversation_id)s::text)
       AND m.fts @@ q.query
 ), hits AS MATERIALIZED (
-    SELECT mt.id, mt.doc_len, t.tq::text AS term
+    -- a term in a memory's title (weight A) counts double, in its entities or key phrases
+    -- (weight B) one and a half times
+    SELECT mt.id, mt.doc_len, t.tq::text AS term,
+           CASE WHEN ts_filter(mt.fts, '{a}') @@ t.tq THEN 2.0
+                WHEN ts_filter(mt.fts, '{b}') @@ t.tq THEN 1.5
+                ELSE 1.0 END AS boost
     FROM matched AS mt JOIN terms AS t ON mt.fts @@ t.tq
 ), df AS (
     SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
 ), scored AS (
     SELECT hits.id,
            sum(
-               ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
+               hits.boost * ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
                * 2.2 / (1 + 1.2 * (0.25 + 0.75 * hits.doc_len / q.avgdl))
            ) AS bm25
     FROM hits JOIN df USING (term) CROSS JOIN q
@@ -277,3 +282,77 @@ ALTER TABLE recall.memories DROP COLUMN embedding;
 ALTER TABLE recall.memories RENAME COLUMN embedding_next TO embedding;
 ALTER TABLE recall.memories ALTER COLUMN embedding SET NOT NULL;
 UPDATE recall.users SET hnsw_index = NULL WHERE hnsw_index IS NOT NULL;
+
+-- name: progress_get
+SELECT last_hash, last_created_at, last_memory_id FROM recall.progress
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s;
+
+-- name: progress_set
+INSERT INTO recall.progress AS p
+    (user_id, conversation_id, last_hash, last_created_at, last_memory_id)
+VALUES (%(user_id)s, %(conversation_id)s, %(last_hash)s, %(last_created_at)s, %(last_memory_id)s)
+ON CONFLICT (user_id, conversation_id) DO UPDATE
+SET last_hash = excluded.last_hash, last_created_at = excluded.last_created_at,
+    last_memory_id = excluded.last_memory_id, updated_at = now();
+
+-- name: turns_after
+-- The conversation's turns after the tracker's position, oldest first.
+SELECT id, user_message, ai_response, created_at, content_hash
+FROM recall.memories
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND kind = 'turn'
+  AND (created_at, id) > (%(after_at)s::timestamptz, %(after_id)s::uuid)
+ORDER BY created_at, id
+LIMIT %(limit)s;
+
+-- name: pending_conversations
+SELECT m.user_id, m.conversation_id, count(*) AS pending
+FROM recall.memories AS m
+LEFT JOIN recall.progress AS p
+    ON p.user_id = m.user_id AND p.conversation_id = m.conversation_id
+WHERE m.kind = 'turn' AND m.conversation_id IS NOT NULL
+  AND (%(user_id)s::text IS NULL OR m.user_id = %(user_id)s::text)
+  AND (%(conversation_id)s::text IS NULL OR m.conversation_id = %(conversation_id)s::text)
+  AND (p.user_id IS NULL OR (m.created_at, m.id) > (p.last_created_at, p.last_memory_id))
+GROUP BY m.user_id, m.conversation_id
+ORDER BY m.user_id, m.conversation_id;
+
+-- name: nearest_summary
+-- Exact nearest model-written memory of the user (for near-duplicate detection).
+WITH scored AS MATERIALIZED (
+    SELECT id, embedding <=> %(query)s AS distance
+    FROM recall.memories
+    WHERE user_id = %(user_id)s AND kind = 'summary'
+)
+SELECT id, distance FROM scored ORDER BY distance, id LIMIT 1;
+
+-- name: update_summary_memory
+UPDATE recall.memories
+SET user_message = %(user_message)s, metadata = %(metadata)s, embedding = %(embedding)s,
+    content_hash = %(content_hash)s, embedding_model = %(embedding_model)s,
+    conversation_id = %(conversation_id)s, created_at = now()
+WHERE user_id = %(user_id)s AND id = %(id)s;
+
+-- name: chat_summary_get
+SELECT summary, last_memory_id, updated_at FROM recall.summaries
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s;
+
+-- name: chat_summary_set
+INSERT INTO recall.summaries AS s (user_id, conversation_id, summary, last_memory_id)
+VALUES (%(user_id)s, %(conversation_id)s, %(summary)s, %(last_memory_id)s)
+ON CONFLICT (user_id, conversation_id) DO UPDATE
+SET summary = excluded.summary, last_memory_id = excluded.last_memory_id, updated_at = now();
+
+-- name: conversation_recent
+-- The conversation's newest memories of one kind.
+SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
+       NULL::float8 AS distance, NULL::float8 AS bm25
+FROM recall.memories
+WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND kind = %(kind)s
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s;
+
+-- name: forget_progress
+DELETE FROM recall.progress WHERE user_id = %(user_id)s;
+
+-- name: forget_summaries
+DELETE FROM recall.summaries WHERE user_id = %(user_id)s;

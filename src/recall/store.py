@@ -183,6 +183,7 @@ class MemoryStore:
             "content_hash": turn.content_hash,
             "embedding": vector,
             "embedding_model": self.embedder.name,
+            "kind": turn.kind,
         }
         async with self._conn("add_turn") as conn:
             cur = await conn.execute(query("insert_memory"), params)
@@ -484,6 +485,8 @@ class MemoryStore:
             async with conn.transaction():
                 cur = await conn.execute(query("forget_memories"), {"user_id": uid})
                 count = cur.rowcount
+                await conn.execute(query("forget_progress"), {"user_id": uid})
+                await conn.execute(query("forget_summaries"), {"user_id": uid})
                 cur = await conn.execute(query("forget_user_row"), {"user_id": uid})
                 row = await cur.fetchone()
             if row is not None and row[0]:

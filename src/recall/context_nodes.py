@@ -1,0 +1,105 @@
+"""Conversation context nodes (seed 003): RecentMemory and FullChatSummary."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from recall.messages import message_text, thread_id, user_id_from_config
+from recall.retrieval import row_memory
+from recall.runtime import StoreProvider, provider_for
+from recall.search_nodes import memory_text
+from recall.sql import query
+from recall.store import MemoryStore
+
+__all__ = ["create_chat_summary_node", "create_recent_memories_node"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+def _stateless(state: Any, n: int) -> list[str]:
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    if not isinstance(messages, list):
+        return []
+    lines = []
+    for m in messages:
+        if isinstance(m, HumanMessage | AIMessage):
+            text = message_text(m.content).strip()
+            if text:
+                lines.append(f"{'User' if isinstance(m, HumanMessage) else 'Assistant'}: {text}")
+    return lines[-n:]
+
+
+def create_recent_memories_node(
+    store: MemoryStore | StoreProvider | None = None,
+    *,
+    n: int = 5,
+    output_key: str = "recent_memories",
+) -> Any:
+    """Make a RecentMemory node: the last `n` memories of this conversation, newest first.
+
+    With a thread id (the seed's discussion id) it returns the conversation's model-written
+    memories, or its stored turns while none exist yet. Without one (stateless), or when the
+    store fails (logged), it falls back to the last `n` turns of `state["messages"]`.
+    Output: `{output_key: [text, ...]}`.
+    """
+    provider = provider_for(store)
+
+    async def recent_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The conversation's most recent memories."""
+        conversation, user_id = thread_id(config), user_id_from_config(config)
+        if conversation is None or user_id is None:
+            return {output_key: _stateless(state, n)}
+        try:
+            memory_store = await provider()
+            async with memory_store.pool.connection() as conn:
+                for kind in ("summary", "turn"):
+                    cur = await conn.execute(
+                        query("conversation_recent"),
+                        {
+                            "user_id": user_id,
+                            "conversation_id": conversation,
+                            "kind": kind,
+                            "limit": n,
+                        },
+                    )
+                    rows = await cur.fetchall()
+                    if rows:
+                        return {output_key: [memory_text(row_memory(r)) for r in rows]}
+        except Exception as exc:
+            log.error("memory.recent.error", kind=type(exc).__name__, error=str(exc))
+        return {output_key: _stateless(state, n)}
+
+    return recent_memories
+
+
+def create_chat_summary_node(
+    store: MemoryStore | StoreProvider | None = None, *, output_key: str = "chat_summary"
+) -> Any:
+    """Make a FullChatSummary node: the conversation's rolling summary ("" when there is
+    none yet, no thread, no user, or the store fails)."""
+    provider = provider_for(store)
+
+    async def chat_summary(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The rolling summary of this conversation."""
+        conversation, user_id = thread_id(config), user_id_from_config(config)
+        if conversation is None or user_id is None:
+            return {output_key: ""}
+        try:
+            memory_store = await provider()
+            async with memory_store.pool.connection() as conn:
+                cur = await conn.execute(
+                    query("chat_summary_get"),
+                    {"user_id": user_id, "conversation_id": conversation},
+                )
+                row = await cur.fetchone()
+        except Exception as exc:
+            log.error("memory.summary.error", kind=type(exc).__name__, error=str(exc))
+            return {output_key: ""}
+        return {output_key: "" if row is None else str(row[0])}
+
+    return chat_summary
