@@ -1,29 +1,52 @@
-"""The HTTP app mounted into the LangGraph server: opens the store once, in its lifespan."""
+"""The HTTP app mounted into the LangGraph server: opens the store once, in its lifespan, and
+serves health, stats and Prometheus metrics."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from recall.logs import configure_logging
+from recall.metrics import METRICS, prometheus_registry
 from recall.runtime import close_default_store, get_default_store
 from recall.store import MemoryStore
 
 __all__ = ["app"]
 
+_REGISTRY = prometheus_registry(METRICS)
+
+
+async def _summaries(every_s: float) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        METRICS.log_summary()
+
 
 @asynccontextmanager
 async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-    """Open the process-wide store (pool, embedded server, model) once for all runs."""
+    """Open the process-wide store (pool, embedded server, model) once for all runs, and log
+    a metrics summary every RECALL_METRICS_SUMMARY_S seconds (60)."""
+    configure_logging()  # a no-op under the LangGraph server, which configures structlog
     store: MemoryStore = await get_default_store()
     await store.warm_up()  # load the model before the first user waits
+    ticker = asyncio.get_running_loop().create_task(
+        _summaries(float(os.environ.get("RECALL_METRICS_SUMMARY_S", "60")))
+    )
     try:
         yield
     finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
         await close_default_store()
 
 
@@ -36,4 +59,28 @@ async def health(_request: Request) -> JSONResponse:
     return JSONResponse({"ok": True, "memories": stats["memories"]})
 
 
-app = Starlette(routes=[Route("/recall/health", health)], lifespan=lifespan)
+async def stats(_request: Request) -> JSONResponse:
+    """The retrieval metrics over the window, totals and firing alerts, as JSON."""
+    return JSONResponse(
+        {
+            "window": METRICS.snapshot(),
+            "totals": METRICS.totals(),
+            "alerts": sorted(METRICS.firing),
+        }
+    )
+
+
+async def metrics(_request: Request) -> Response:
+    """The retrieval metrics in Prometheus text format."""
+    return Response(generate_latest(_REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
+app = Starlette(
+    routes=[
+        Route("/recall/health", health),
+        Route("/recall/stats", stats),
+        Route("/recall/metrics", metrics),
+        Route("/metrics", metrics),
+    ],
+    lifespan=lifespan,
+)

@@ -288,15 +288,46 @@ def forget(
 
 
 @app.command()
-def stats() -> None:
-    """Show memory counts and size on disk."""
+def stats(
+    server: Annotated[
+        str | None,
+        typer.Option(help="A running server (e.g. http://127.0.0.1:8123) to read metrics from."),
+    ] = None,
+    token: Annotated[str | None, typer.Option(help="Bearer token for the server.")] = None,
+) -> None:
+    """Show memory counts per user size bucket, and a running server's retrieval metrics."""
 
-    async def go() -> dict[str, int]:
+    async def go() -> tuple[dict[str, int], list[tuple[str, int, int]]]:
         async with MemoryStore.connect() as store:
-            return await store.stats()
+            return await store.stats(), await store.user_buckets()
 
-    for key, value in _run(go()).items():
-        typer.echo(f"{key:14} {value}")
+    totals, buckets = _run(go())
+    for key, value in totals.items():
+        typer.echo(f"{key:14} {value:,}")
+    typer.echo("\nusers by size   users   memories")
+    for bucket, users, memories in buckets:
+        typer.echo(f"{bucket:14} {users:7,} {memories:10,}")
+    if server:
+        _print_server_metrics(server, token)
+
+
+def _print_server_metrics(server: str, token: str | None) -> None:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        data = httpx.get(f"{server.rstrip('/')}/recall/stats", headers=headers, timeout=5).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        typer.echo(f"error: cannot read metrics from {server}: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    window = data["window"]
+    typer.echo(f"\nretrieval, last {window['window_s']:.0f} s")
+    for key in ("searches", "avg_latency_ms", "p95_latency_ms", "success_rate",
+                "avg_similarity", "results_per_query", "empty_rate", "auth_failures"):  # fmt: skip
+        value = window[key]
+        typer.echo(f"  {key:18} {value:.3f}" if isinstance(value, float) else f"  {key:18} {value}")
+    typer.echo("  errors             " + ", ".join(f"{k} {v}" for k, v in window["errors"].items()))
+    typer.echo("  alerts firing      " + (", ".join(data["alerts"]) or "none"))
 
 
 @app.command()

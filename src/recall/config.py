@@ -82,6 +82,10 @@ class Settings:
     user_index_threshold: int = 20000
     retrieval_mode: str = "hybrid"
     hybrid_candidates: int = 20
+    log_search_queries: bool = False
+    log_similarity_scores: bool = True
+    track_retrieval_latency: bool = True
+    alert_on_failures: bool = True
     consolidation_chunk_size: int = 10
     dedup_threshold: float = 0.95
     auto_migrate: bool = True

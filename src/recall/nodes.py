@@ -28,6 +28,7 @@ from recall.messages import (
     thread_id,
     user_id_from_config,
 )
+from recall.metrics import METRICS, Outcome, RetrievalMetrics
 from recall.outbox import Outbox
 from recall.rerank import Reranker, rerank_memories
 from recall.retrieval import Mode
@@ -71,7 +72,7 @@ def to_state_dict(memory: Memory) -> RetrievedMemory:
     }
 
 
-def _error_kind(exc: BaseException) -> str:
+def _error_kind(exc: BaseException) -> Outcome:
     if isinstance(exc, EmbeddingError):
         return "embedding"
     if isinstance(exc, StoreError):
@@ -94,6 +95,7 @@ def create_retrieve_memories_node(
     vector_search_top_k: int = 25,
     rerank_timeout_ms: int = 10000,
     settings: Settings | None = None,
+    metrics: RetrievalMetrics | None = None,
 ) -> Node:
     """Make a `retrieve_memories` node.
 
@@ -113,6 +115,8 @@ def create_retrieve_memories_node(
         vector_search_top_k: stage-1 candidates handed to the re-ranker (the seed's 25).
         rerank_timeout_ms: the re-ranker's own time limit.
         settings: where defaults come from; `Settings.from_env()` when None.
+        metrics: where each retrieval is recorded; the process-wide `recall.metrics.METRICS`
+            when None (docs/operations.md).
 
     Returns:
         `async def node(state, config) -> {"retrieved_memories": [...]}`. It never raises:
@@ -121,6 +125,9 @@ def create_retrieve_memories_node(
     """
     provider = provider_for(store)
     cfg = settings or Settings.from_env()
+    recorder = metrics if metrics is not None else METRICS
+    if not cfg.alert_on_failures:
+        recorder.alerts_enabled = False  # the setting is process-wide, like the registry
     timeout_ms = search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms
     timeout_s = timeout_ms / 1000
     search_mode: Mode = mode or cfg.retrieval_mode  # type: ignore[assignment]
@@ -143,16 +150,36 @@ def create_retrieve_memories_node(
 
     async def retrieve_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Retrieve the user's memories most relevant to their latest message."""
+        user_id = user_id_from_config(config)
+        with structlog.contextvars.bound_contextvars(
+            user_id=user_id, thread_id=thread_id(config), node="retrieve_memories"
+        ):
+            found, outcome, elapsed_ms = await retrieve(state, user_id)
+        if cfg.track_retrieval_latency or outcome not in ("ok", "empty"):
+            recorder.record(outcome, elapsed_ms, [m["similarity"] for m in found])
+        return {"retrieved_memories": found}
+
+    async def retrieve(
+        state: Any, user_id: str | None
+    ) -> tuple[list[RetrievedMemory], Outcome, float]:
         started = time.perf_counter()
+
+        def elapsed() -> float:
+            return round((time.perf_counter() - started) * 1000, 2)
+
         try:
-            user_id = user_id_from_config(config)
             if user_id is None:
                 log.warning("memory.retrieve.skip", reason="no_user")
-                return {"retrieved_memories": []}
+                return [], "no_user", elapsed()
             query = latest_human_text(state)
             if query is None:
                 log.info("memory.retrieve.skip", reason="no_message")
-                return {"retrieved_memories": []}
+                return [], "no_message", elapsed()
+            log.debug(
+                "memory.retrieve.start",
+                mode=search_mode,
+                **({"query": query} if cfg.log_search_queries else {}),
+            )
             async with asyncio.timeout(timeout_s):
                 memories = await candidates(user_id, query)
             if rerank_on and reranker is not None:
@@ -160,18 +187,20 @@ def create_retrieve_memories_node(
                     reranker, query, memories, timeout_s=rerank_timeout_ms / 1000
                 )
             found = [to_state_dict(m) for m in memories[:limit]]
-            log.info(
-                "memory.retrieve.done",
-                count=len(found),
-                latency_ms=round((time.perf_counter() - started) * 1000, 2),
-                similarities=[m["similarity"] for m in found],
-            )
-            return {"retrieved_memories": found}
+            extra: dict[str, Any] = {}
+            if cfg.track_retrieval_latency:
+                extra["latency_ms"] = elapsed()
+            if cfg.log_similarity_scores:
+                extra["similarities"] = [m["similarity"] for m in found]
+            log.info("memory.retrieve.done", count=len(found), mode=search_mode, **extra)
+            return found, ("ok" if found else "empty"), elapsed()
         except TimeoutError:
             log.error("memory.retrieve.timeout", timeout_ms=timeout_ms)
+            return [], "timeout", elapsed()
         except Exception as exc:  # no failure of memory ever fails the turn
-            log.error("memory.retrieve.error", kind=_error_kind(exc), error=str(exc))
-        return {"retrieved_memories": []}
+            kind = _error_kind(exc)
+            log.error("memory.retrieve.error", kind=kind, error=str(exc))
+            return [], kind, elapsed()
 
     return retrieve_memories
 
@@ -215,6 +244,13 @@ def create_store_memories_node(
 
     async def store_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Store the latest user/AI turn pair of this thread."""
+        with structlog.contextvars.bound_contextvars(
+            user_id=user_id_from_config(config), thread_id=thread_id(config), node="store_memories"
+        ):
+            await write(state, config)
+        return {}
+
+    async def write(state: Any, config: RunnableConfig) -> None:
         nonlocal started_drain
         try:
             if not started_drain:  # turns an earlier process could not write
@@ -223,22 +259,22 @@ def create_store_memories_node(
             user_id = user_id_from_config(config)
             if user_id is None:
                 log.warning("memory.write.skip", reason="no_user")
-                return {}
+                return
             if isinstance(state, Mapping) and state.get("__error__"):
                 log.info("memory.write.skip", reason="error_response")
-                return {}
+                return
             pair = latest_turn(state)
             if pair is None:
                 log.info("memory.write.skip", reason="no_pair")
-                return {}
+                return
             human, ai = pair
             user_text = message_text(human.content)
             if len(user_text.strip()) < cfg.min_message_length:
                 log.info("memory.write.skip", reason="too_short")
-                return {}
+                return
             if cfg.filter_error_responses and is_error_response(ai):
                 log.info("memory.write.skip", reason="error_response")
-                return {}
+                return
             outcome = await turn_writer.submit(
                 user_id,
                 user_text,
@@ -253,7 +289,6 @@ def create_store_memories_node(
             log.warning("memory.write.skip", reason="invalid", error=str(exc))
         except Exception as exc:  # the reply is already made; never fail the turn here
             log.error("memory.write.error", kind=_error_kind(exc), error=str(exc))
-        return {}
 
     return store_memories
 

@@ -356,3 +356,19 @@ DELETE FROM recall.progress WHERE user_id = %(user_id)s;
 
 -- name: forget_summaries
 DELETE FROM recall.summaries WHERE user_id = %(user_id)s;
+
+-- name: user_buckets
+-- Users and memories per user size bucket (for `recall stats`).
+SELECT bucket, count(*) AS users, sum(memory_count) AS memories
+FROM (
+    SELECT memory_count,
+           CASE WHEN memory_count <= 10 THEN '1-10'
+                WHEN memory_count <= 100 THEN '11-100'
+                WHEN memory_count <= 1000 THEN '101-1,000'
+                WHEN memory_count <= 10000 THEN '1,001-10,000'
+                ELSE 'over 10,000' END AS bucket
+    FROM recall.users
+    WHERE memory_count > 0
+) AS sized
+GROUP BY bucket
+ORDER BY min(memory_count);

@@ -568,6 +568,16 @@ class MemoryStore:
         keys = ("memories", "users", "indexed_users", "largest_user", "bytes")
         return dict(zip(keys, (int(v) for v in row), strict=True))
 
+    async def user_buckets(self) -> list[tuple[str, int, int]]:
+        """(bucket, users, memories) per user size bucket: 1-10, 11-100, ... over 10,000.
+
+        Raises:
+            StoreError.
+        """
+        async with self._conn("user_buckets") as conn:
+            cur = await conn.execute(query("user_buckets"))
+            return [(str(b), int(u), int(m)) for b, u, m in await cur.fetchall()]
+
 
 def _uuid(value: object) -> UUID | None:
     if isinstance(value, UUID):

@@ -69,6 +69,9 @@ def test_migrate_add_search_recent_forget(runner: CliRunner) -> None:
 
     stats = runner.invoke(app, ["stats"])
     assert stats.exit_code == 0 and "memories" in stats.output
+    assert "users by size" in stats.stdout and "1-10" in stats.stdout
+    offline = runner.invoke(app, ["stats", "--server", "http://127.0.0.1:9"])
+    assert offline.exit_code == 1 and "cannot read metrics" in offline.output
 
     refused = runner.invoke(app, ["forget", "-u", "cli-alice"], input="n\n")
     assert refused.exit_code != 0

@@ -1,0 +1,332 @@
+"""Latency, recall and throughput at 10k / 100k / 1M memories, side by side with LangGraph's
+AsyncPostgresStore (pgvector HNSW, cosine) on the same data and vectors.
+
+    python benchmarks/latency.py [--sizes 10000,100000,1000000] [--queries 500]
+
+Users are skewed: most hold 10-1,000 memories (log-uniform), a few hold min(50,000, N/4).
+Vectors are real all-MiniLM-L6-v2 embeddings up to --real-upto rows, clustered synthetic unit
+vectors above (the table says which). Everything is loaded through `MemoryStore.add_turns`.
+Percentiles are over --queries queries after 50 warm-up queries. Writes docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import fresh_database, git_revision, machine, table, write_section
+from langchain_core.messages import HumanMessage
+
+from recall.config import Settings
+from recall.nodes import create_retrieve_memories_node
+from recall.store import MemoryStore
+
+DIMS = 384
+TOPICS = ["hiking", "cooking", "the dog", "work", "a trip", "music", "the garden", "books",
+          "health", "family", "movies", "coffee", "running", "painting", "the car"]  # fmt: skip
+
+
+@dataclass
+class Data:
+    users: dict[str, int]
+    texts: dict[str, list[str]]
+    vectors: dict[str, np.ndarray]
+    ids: dict[str, list[str]] = field(default_factory=dict)
+    real: bool = False
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def skewed_users(n: int, rng: np.random.Generator) -> dict[str, int]:
+    big = min(50_000, n // 4)
+    n_big = max(1, (n // 4) // big)
+    users = {f"large-{i}": big for i in range(n_big)}
+    left = n - big * n_big
+    i = 0
+    while left > 0:
+        size = int(min(left, np.exp(rng.uniform(np.log(10), np.log(1000)))))
+        users[f"user-{i}"] = size
+        left -= size
+        i += 1
+    return users
+
+
+async def make_data(n: int, real: bool, store: MemoryStore, rng: np.random.Generator) -> Data:
+    users = skewed_users(n, rng)
+    centers = unit(rng.normal(size=(300, DIMS)))
+    texts, vectors = {}, {}
+    for user, size in users.items():
+        texts[user] = [
+            f"{user} memory {j}: we talked about {TOPICS[(j * 7 + len(user)) % len(TOPICS)]} "
+            f"and {TOPICS[j % len(TOPICS)]}, detail {rng.integers(1_000_000)}"
+            for j in range(size)
+        ]
+        if not real:
+            picks = centers[rng.integers(0, len(centers), size)]
+            vectors[user] = unit(picks + 0.45 * rng.normal(size=(size, DIMS)) / np.sqrt(DIMS / 8))
+    if real:
+        for user in users:
+            embedded = await store.embedder.embed_documents([f"{t}\nok" for t in texts[user]])
+            vectors[user] = np.array(embedded, dtype=np.float32)
+    return Data(users, texts, vectors, real=real)
+
+
+def pct(values: list[float]) -> tuple[str, str, str]:
+    return tuple(f"{np.percentile(values, p):.2f}" for p in (50, 95, 99))  # type: ignore[return-value]
+
+
+async def timed(
+    calls: list[Callable[[], Awaitable[Any]]], warmup: int = 50
+) -> tuple[list[float], list[Any]]:
+    for call in calls[:warmup]:
+        await call()
+    times, results = [], []
+    for call in calls:
+        t0 = time.perf_counter()
+        results.append(await call())
+        times.append((time.perf_counter() - t0) * 1000)
+    return times, results
+
+
+def exact_top(data: Data, user: str, q: np.ndarray, k: int = 3) -> set[str]:
+    sims = data.vectors[user] @ q
+    return {data.ids[user][j] for j in np.argsort(-sims)[:k]}
+
+
+def queries_for(
+    data: Data, users: list[str], count: int, rng: np.random.Generator
+) -> list[tuple[str, np.ndarray]]:
+    out = []
+    for i in range(count):
+        user = users[i % len(users)]
+        base = data.vectors[user][rng.integers(len(data.vectors[user]))]
+        out.append((user, unit((base + 0.6 * unit(rng.normal(size=(1, DIMS)))[0])[None, :])[0]))
+    return out
+
+
+async def langgraph_side(
+    url: str, data: Data, queries: dict[str, list[tuple[str, np.ndarray]]]
+) -> dict[str, Any]:
+    from langgraph.store.base import PutOp
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    lookup: dict[str, list[float]] = {}
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return [lookup[t] for t in texts]
+
+    index = {"dims": DIMS, "embed": embed, "fields": ["text"], "distance_type": "cosine",
+             "ann_index_config": {"kind": "hnsw", "m": 16, "ef_construction": 200}}  # fmt: skip
+    out: dict[str, Any] = {}
+    async with AsyncPostgresStore.from_conn_string(url, index=index) as lg:  # type: ignore[arg-type]
+        await lg.setup()
+        t0 = time.perf_counter()
+        ops: list[PutOp] = []
+        for user, texts in data.texts.items():
+            for j, text in enumerate(texts):
+                lookup[text] = data.vectors[user][j].tolist()
+                ops.append(PutOp(("memories", user), data.ids[user][j], {"text": text}))
+                if len(ops) >= 2000:
+                    await lg.abatch(ops)
+                    ops = []
+        if ops:
+            await lg.abatch(ops)
+        out["load_s"] = time.perf_counter() - t0
+        async with lg.conn.cursor() as cur:  # statistics, as autovacuum would eventually gather
+            await cur.execute("ANALYZE store_vectors")
+        for label, qs in queries.items():
+            calls = []
+            for n, (user, q) in enumerate(qs):
+                key = f"query {label} {n}"
+                lookup[key] = q.tolist()
+                calls.append(
+                    lambda user=user, key=key: lg.asearch(("memories", user), query=key, limit=3)
+                )
+            times, results = await timed(calls)
+            hits = sum(
+                len({r.key for r in res} & exact_top(data, u, q))
+                for res, (u, q) in zip(results, qs, strict=True)
+            )
+            short = sum(len(res) < 3 for res in results)
+            out[label] = (pct(times), hits / (3 * len(qs)), short)
+    return out
+
+
+async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
+    rng = np.random.default_rng(n)
+    url = await fresh_database(f"recall_bench_latency_{n}")
+    settings = Settings(database_url=url, embedding_cache_ttl=0)
+    rows: list[list[object]] = []
+    async with MemoryStore.connect(settings) as store:
+        await store.warm_up()
+        data = await make_data(n, n <= args.real_upto, store, rng)
+        kind = "real MiniLM" if data.real else "synthetic clustered"
+        t0 = time.perf_counter()
+        for user, texts in data.texts.items():
+            data.ids[user] = await store.add_turns(
+                ({"user_id": user, "user_message": t, "ai_response": "ok", "embedding": v}
+                 for t, v in zip(texts, data.vectors[user], strict=True)),
+                batch_size=5000,
+            )  # fmt: skip
+        import_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        indexed = await store.optimize()
+        hnsw_s = time.perf_counter() - t0
+        async with store.pool.connection() as conn:
+            await conn.execute("ANALYZE recall.memories")
+            cur = await conn.execute("SELECT pg_total_relation_size('recall.memories')")
+            size_row = await cur.fetchone()
+        bytes_per = int(size_row[0]) / n if size_row else 0
+        typical = [u for u, s in data.users.items() if not u.startswith("large")]
+        large = [u for u in data.users if u.startswith("large")]
+        qs = {
+            "typical": queries_for(data, typical, args.queries + 50, rng),
+            "largest": queries_for(data, large, args.queries + 50, rng),
+        }
+        results: dict[str, Any] = {}
+        for label, items in qs.items():
+            calls = [lambda u=u, q=q: store.search(u, "q", limit=3, similarity_threshold=0.0,
+                                                   mode="semantic", query_vector=q)
+                     for u, q in items]  # fmt: skip
+            times, found = await timed(calls)
+            hits = sum(
+                len({m.id for m in res} & exact_top(data, u, q))
+                for res, (u, q) in zip(found[-len(items) :], items, strict=True)
+            )
+            results[label] = (pct(times), hits / (3 * len(items)))
+
+        def hybrid_call(u: str, q: np.ndarray) -> Callable[[], Awaitable[Any]]:
+            return lambda: store.search(
+                u, "hiking and coffee", similarity_threshold=0.0, mode="hybrid", query_vector=q
+            )
+
+        hyb_calls = [hybrid_call(u, q) for u, q in qs["typical"]]
+        hyb_times, _ = await timed(hyb_calls)
+        # the node end to end, query embedding included, cache off
+        node_rows = []
+        for mode in ("semantic", "hybrid"):
+            node = create_retrieve_memories_node(store, mode=mode, settings=settings)  # type: ignore[arg-type]
+
+            def node_call(u: str, i: int, node: Any = node) -> Callable[[], Awaitable[Any]]:
+                text = f"what did we say about {TOPICS[i % len(TOPICS)]} {i}?"
+                config = {"configurable": {"langgraph_auth_user": {"identity": u}}}
+                return lambda: node({"messages": [HumanMessage(text)]}, config)
+
+            calls = [node_call(u, i) for i, (u, _q) in enumerate(qs["typical"])]
+            times, _ = await timed(calls)
+            node_rows.append((mode, pct(times)))
+
+        # writes
+        def write_call(i: int) -> Callable[[], Awaitable[Any]]:
+            return lambda: store.add_turn("writer", f"fact {i} about {TOPICS[i % 15]}", "noted")
+
+        write_calls = [write_call(i) for i in range(300)]
+        write_times, _ = await timed(write_calls, warmup=0)  # the model is warm; no re-writes
+        batch = [
+            {
+                "user_id": "bulk-embed",
+                "user_message": f"bulk {i} on {TOPICS[i % 15]}",
+                "ai_response": "ok",
+            }
+            for i in range(2000)
+        ]
+        t0 = time.perf_counter()
+        await store.add_turns(batch, batch_size=1000)
+        embed_rate = len(batch) / (time.perf_counter() - t0)
+        # concurrency
+        conc = []
+        for clients in (1, 8, 32):
+            per_client = max(20, 400 // clients)
+            lat: list[float] = []
+
+            async def client(c: int, per_client: int = per_client, lat: list[float] = lat) -> None:
+                for k in range(per_client):
+                    u, q = qs["typical"][(c * per_client + k) % len(qs["typical"])]
+                    t = time.perf_counter()
+                    await store.search(
+                        u, "q", similarity_threshold=0.0, mode="semantic", query_vector=q
+                    )
+                    lat.append((time.perf_counter() - t) * 1000)
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(client(c) for c in range(clients)))
+            wall = time.perf_counter() - t0
+            conc.append((clients, len(lat) / wall, np.percentile(lat, 95)))
+    lg = await langgraph_side(url, data, qs) if n <= args.langgraph_upto else None
+
+    label = f"{n:,} ({kind})"
+    for key in ("typical", "largest"):
+        (p50, p95, p99), rec = results[key]
+        row: list[object] = [label, f"db search, {key} user", p50, p95, p99, f"{rec:.3f}"]
+        if lg is not None:
+            (l50, l95, l99), lrec, short = lg[key]
+            row += [
+                f"{l50} / {l95} / {l99}",
+                f"{lrec:.3f} ({short} short)",
+                f"{float(p95) / float(l95):.3f}",
+            ]
+        else:
+            row += ["-", "-", "-"]
+        rows.append(row)
+    rows.append([label, "db search, hybrid, typical", *pct(hyb_times), "-", "-", "-", "-"])
+    for mode, (p50, p95, p99) in node_rows:
+        rows.append(
+            [label, f"node end to end ({mode}, embedding)", p50, p95, p99, "-", "-", "-", "-"]
+        )
+    w50, w95, w99 = pct(write_times)
+    rows.append([label, "add_turn (embedding included)", w50, w95, w99, "-", "-", "-", "-"])
+    extra = (f"bulk import {n / import_s:,.0f} turns/s precomputed, {embed_rate:,.0f} turns/s "
+             f"with embedding; HNSW for {len(indexed)} large users {hnsw_s:.1f} s; "
+             f"{bytes_per:,.0f} bytes per memory (table + indexes)")  # fmt: skip
+    if lg is not None:
+        extra += f"; LangGraph store load {n / lg['load_s']:,.0f} items/s"
+    conc_text = ", ".join(f"{c} clients: {tp:,.0f} q/s, p95 {p95:.2f} ms" for c, tp, p95 in conc)
+    rows.append([label, "writes and size", extra, "", "", "", "", "", ""])
+    rows.append([label, "concurrency (db search)", conc_text, "", "", "", "", "", ""])
+    return rows
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--real-upto", type=int, default=10_000)
+    parser.add_argument("--langgraph-upto", type=int, default=100_000)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    for n in sizes:
+        started = time.perf_counter()
+        rows += await run_size(n, args)
+        print(f"size {n}: {time.perf_counter() - started:.0f} s", flush=True)
+    headers = ["rows", "measure", "p50 ms", "p95 ms", "p99 ms", "recall@3",
+               "LangGraph p50/p95/p99 ms", "LangGraph recall@3", "p95 ours/theirs"]  # fmt: skip
+    body = f"""## Latency at scale, side by side with LangGraph's AsyncPostgresStore
+
+`python benchmarks/latency.py --sizes {args.sizes} --queries {args.queries}` on {machine()},
+commit {git_revision()}. recall@3 is against an exact (numpy) search over the user's own
+memories; "short" counts LangGraph queries that returned fewer than 3 results. Same database,
+same vectors, same users and queries for both systems.
+
+{table(headers, rows)}
+"""
+    print(body)
+    if not args.no_write:
+        write_section("latency", body)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
