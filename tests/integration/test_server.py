@@ -173,10 +173,11 @@ def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str
         health = client.get("/recall/health", headers=_headers("alice"))
         assert health.status_code == 200 and health.json()["ok"] is True
 
-        for path in ("/metrics", "/recall/metrics"):
-            scraped = client.get(path)
-            assert scraped.status_code == 200
-            families = {f.name: f for f in text_string_to_metric_families(scraped.text)}
-            totals = {s.labels["outcome"]: s.value for s in families["recall_retrievals"].samples}
-            assert totals.get("ok", 0) >= 1 and sum(totals.values()) >= 3
+        # the LangGraph server keeps its own /metrics; ours is mounted beside it
+        scraped = client.get("/recall/metrics")
+        assert scraped.status_code == 200
+        families = {f.name: f for f in text_string_to_metric_families(scraped.text)}
+        assert "recall_retrievals" in families, scraped.text
+        totals = {s.labels["outcome"]: s.value for s in families["recall_retrievals"].samples}
+        assert totals.get("ok", 0) >= 1 and sum(totals.values()) >= 3
         assert client.get("/recall/stats").json()["window"]["searches"] >= 3
