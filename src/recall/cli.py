@@ -275,14 +275,14 @@ def forget(
 
     async def go() -> int:
         settings = Settings.from_env()
-        queue = settings.queue_path
-        queued = 0
-        if queue.exists():  # turns still waiting for the database are the user's data too
-            outbox = Outbox(queue)
-            queued = await outbox.forget(user)
-            outbox.close()
-        async with MemoryStore.connect(settings) as store:
-            return queued + await store.forget_user(user)
+        # turns still waiting for the database are the user's data too
+        outboxes = [Outbox(settings.queue_path)] if settings.queue_path.exists() else []
+        try:
+            async with MemoryStore.connect(settings) as store:
+                return await store.forget_user(user, outboxes=outboxes)
+        finally:
+            for outbox in outboxes:
+                outbox.close()
 
     typer.echo(f"erased {_run(go())} memories")
 

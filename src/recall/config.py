@@ -60,6 +60,7 @@ class Settings:
     """
 
     database_url: str | None = field(default=None, repr=False)  # may hold a password
+    read_database_url: str | None = field(default=None, repr=False)
     data_dir: Path = field(default_factory=lambda: Path(".recall/pgdata"))
     queue_path: Path = field(default_factory=lambda: Path(".recall/outbox.sqlite3"))
     embedding_model: str = DEFAULT_EMBEDDING_MODEL

@@ -125,7 +125,11 @@ JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
 ORDER BY best.distance, best.id;
 
 -- name: set_ef_search
-SELECT set_config('hnsw.ef_search', %(ef_search)s, true);
+-- For the indexed plan only, inside its transaction: the HNSW candidate count, and no sort
+-- plan, so the planner orders by distance through the user's HNSW index (the only path left)
+-- instead of sorting all of the user's rows, whatever its cost estimates say.
+SELECT set_config('hnsw.ef_search', %(ef_search)s, true),
+       set_config('enable_sort', 'off', true);
 
 -- name: search_indexed
 -- Indexed plan for a user with an HNSW index of their own (a partial index on user_id = X):

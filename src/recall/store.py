@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from typing import Any
 from uuid import UUID
@@ -25,6 +33,7 @@ from recall.fusion import DEFAULT_FUSION, FusionModel
 from recall.keywords import keywords_from_text, parse_keywords
 from recall.memory import Memory, Turn, clean_id, clean_text, make_turn
 from recall.migrate import apply_migrations, bind_embedding_space, pending_migrations
+from recall.outbox import Outbox
 from recall.retrieval import Mode, cosine, fuse, keyword_rows, row_memory, vector_rows
 from recall.sql import query
 from recall.userindex import build_user_index, drop_user_index
@@ -67,8 +76,10 @@ class MemoryStore:
         *,
         database: Database | None = None,
         fusion: FusionModel = DEFAULT_FUSION,
+        read_pool: AsyncConnectionPool | None = None,
     ) -> None:
         self.pool = pool
+        self.read_pool = read_pool or pool
         self.fusion = fusion
         self.embedder = embedder
         self.settings = settings
@@ -113,6 +124,8 @@ class MemoryStore:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.pool.close()
+        if self.read_pool is not self.pool:
+            await self.read_pool.close()
 
     async def __aenter__(self) -> MemoryStore:
         return self
@@ -121,11 +134,12 @@ class MemoryStore:
         await self.close()
 
     @asynccontextmanager
-    async def _conn(self, op: str) -> AsyncIterator[AsyncConnection[Any]]:
+    async def _conn(self, op: str, *, read: bool = False) -> AsyncIterator[AsyncConnection[Any]]:
         if self._closed:
             raise StoreError("the store is closed")
+        pool = self.read_pool if read else self.pool
         try:
-            async with self.pool.connection() as conn:
+            async with pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
             raise StoreError(f"{op}: no database connection available: {exc}") from exc
@@ -337,21 +351,21 @@ class MemoryStore:
             else await self.embedder.embed_query(text)
         )
         if mode == "keyword":
-            async with self._conn("search") as conn:
+            async with self._conn("search", read=True) as conn:
                 rows = await self._keyword_rows(conn, uid, text, vector, limit)
             return [row_memory(r, score=float(r[8])) for r in rows]
         if mode == "semantic":
-            async with self._conn("search") as conn:
+            async with self._conn("search", read=True) as conn:
                 rows = await self._vector_rows(conn, uid, vector, limit, 1.0 - threshold)
             return [row_memory(r, score=cosine(r[7])) for r in rows]
         pool_size = max(limit, self.settings.hybrid_candidates)
 
         async def vector_side() -> list[tuple[Any, ...]]:
-            async with self._conn("search") as conn:
+            async with self._conn("search", read=True) as conn:
                 return await self._vector_rows(conn, uid, vector, pool_size, 2.0)
 
         async def keyword_side() -> list[tuple[Any, ...]]:
-            async with self._conn("search") as conn:
+            async with self._conn("search", read=True) as conn:
                 return await self._keyword_rows(conn, uid, text, vector, pool_size)
 
         # two connections at once: the two candidate queries run in parallel on the server
@@ -409,7 +423,7 @@ class MemoryStore:
         if not isinstance(keywords, str):
             raise InvalidInputError(f"keywords must be a string, not {type(keywords).__name__}")
         limit = _check_limit(limit)
-        async with self._conn("keyword_search") as conn:
+        async with self._conn("keyword_search", read=True) as conn:
             rows = await keyword_rows(
                 conn,
                 user_id=uid,
@@ -428,7 +442,7 @@ class MemoryStore:
         """
         uid = clean_id(user_id, "user_id")
         n = _check_limit(n, "n")
-        async with self._conn("recent") as conn:
+        async with self._conn("recent", read=True) as conn:
             cur = await conn.execute(query("recent"), {"user_id": uid, "limit": n})
             rows = await cur.fetchall()
         return [row_memory(r) for r in rows]
@@ -443,7 +457,7 @@ class MemoryStore:
         mid = _uuid(memory_id)
         if mid is None:
             return None
-        async with self._conn("get") as conn:
+        async with self._conn("get", read=True) as conn:
             cur = await conn.execute(query("get_memory"), {"user_id": uid, "id": mid})
             row = await cur.fetchone()
         return None if row is None else row_memory(row)
@@ -466,11 +480,13 @@ class MemoryStore:
         self._plans.pop(uid, None)  # type: ignore[arg-type]
         return deleted
 
-    async def forget_user(self, user_id: str) -> int:
-        """Erase every memory of the user, their bookkeeping row and their own index.
+    async def forget_user(self, user_id: str, *, outboxes: Sequence[Outbox] = ()) -> int:
+        """Erase everything of the user: memories (turns, notes, model-written), bookkeeping,
+        tracker, rolling summaries, their own HNSW index, and turns still waiting in the given
+        writer queues (`TurnWriter.outbox`).
 
         Returns:
-            How many memories were deleted.
+            How many memories were deleted (queued turns included).
 
         Raises:
             InvalidInputError, StoreError.
@@ -496,6 +512,8 @@ class MemoryStore:
 
                 await drop_user_index(conn, index_name(uid))
         self._plans.pop(uid, None)
+        for outbox in outboxes:
+            count += await outbox.forget(uid)
         log.info("memory.forget.done", count=count)
         return count
 
@@ -634,8 +652,22 @@ class StoreConnector:
         finally:
             await conn.close()
         pool = await open_pool(database.url, max_size=settings.connection_pool_size)
-        log.info("store.opened", embedded=database.embedded is not None, model=embedder.name)
-        return self._cls(pool, embedder, settings, database=database)
+        read_pool = None
+        if settings.read_database_url:  # a replica: searches go there, writes stay here
+            try:
+                read_pool = await open_pool(
+                    settings.read_database_url, max_size=settings.connection_pool_size
+                )
+            except BaseException:
+                await pool.close()
+                raise
+        log.info(
+            "store.opened",
+            embedded=database.embedded is not None,
+            model=embedder.name,
+            read_replica=read_pool is not None,
+        )
+        return self._cls(pool, embedder, settings, database=database, read_pool=read_pool)
 
     def __await__(self) -> Generator[Any, None, MemoryStore]:
         return self.open().__await__()

@@ -147,3 +147,27 @@ def test_embedded_server_start_status_stop(tmp_path: Path) -> None:
     assert recall("db", "stop").strip() == "stopped"
     assert "running:     no" in recall("db", "status")
     assert recall("db", "stop").strip() == "not running"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "-u", "cli-hostile", "&|!:*()'\"\\"],
+        ["search", "-u", "cli-hostile", "'; DROP TABLE recall.memories; --", "--mode", "keyword"],
+        ["search", "-u", "%", "_", "--mode", "hybrid"],
+        ["add", "-u", "cli-hostile", "'; DROP TABLE recall.memories; --", "<script>"],
+        ["add", "-u", "x" * 10_240, "hello there", "hi"],
+        ["add", "-u", "cli-hostile", "   ", "hi"],
+        ["recent", "-u", "   "],
+        ["forget", "-u", "", "--yes"],
+    ],
+)
+def test_hostile_cli_input_is_an_answer_or_a_clear_error(
+    runner: CliRunner, args: list[str]
+) -> None:
+    result = runner.invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert result.exit_code in (0, 1), result.output
+    if result.exit_code == 1:
+        assert result.output.startswith("error: ")
+    assert "Traceback" not in result.output

