@@ -412,7 +412,7 @@ def consolidate(
                 chunk_size=settings.consolidation_chunk_size,
                 dedup_threshold=settings.dedup_threshold,
             )
-            async with store.pool.connection() as conn:
+            async with store.connection(all_users=True) as conn:
                 cur = await conn.execute(
                     query("pending_conversations"),
                     {"user_id": user, "conversation_id": conversation},

@@ -109,7 +109,7 @@ class Consolidator:
     async def _pending(
         self, store: MemoryStore, user_id: str, conversation_id: str
     ) -> list[tuple[Any, ...]]:
-        async with store.pool.connection() as conn:
+        async with store.connection(user_id) as conn:
             cur = await conn.execute(
                 query("progress_get"), {"user_id": user_id, "conversation_id": conversation_id}
             )
@@ -139,7 +139,7 @@ class Consolidator:
         vectors = await store.embedder.embed_documents([o.embedding_text for o in objects])
         last_turn = turns[-1]
         last_memory: str | None = None
-        async with store.pool.connection() as conn, conn.transaction():
+        async with store.connection(user_id) as conn:
             for obj, vector in zip(objects, vectors, strict=True):
                 turn = make_turn(
                     user_id,
@@ -211,7 +211,7 @@ class Consolidator:
             current = await self.summary(store, user_id, conversation_id)
             async with asyncio.timeout(self._timeout_s):
                 text = await self._summarizer.summarize(current or "", objects)
-            async with store.pool.connection() as conn:
+            async with store.connection(user_id) as conn:
                 await conn.execute(
                     query("chat_summary_set"),
                     {**key, "summary": text[:8000], "last_memory_id": last_memory_id},
@@ -223,7 +223,7 @@ class Consolidator:
     @staticmethod
     async def summary(store: MemoryStore, user_id: str, conversation_id: str) -> str | None:
         """The conversation's rolling summary, or None."""
-        async with store.pool.connection() as conn:
+        async with store.connection(user_id) as conn:
             cur = await conn.execute(
                 query("chat_summary_get"), {"user_id": user_id, "conversation_id": conversation_id}
             )

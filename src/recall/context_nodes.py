@@ -56,7 +56,7 @@ def create_recent_memories_node(
             return {output_key: _stateless(state, n)}
         try:
             memory_store = await provider()
-            async with memory_store.pool.connection() as conn:
+            async with memory_store.connection(user_id, read=True) as conn:
                 for kind in ("summary", "turn"):
                     cur = await conn.execute(
                         query("conversation_recent"),
@@ -91,7 +91,7 @@ def create_chat_summary_node(
             return {output_key: ""}
         try:
             memory_store = await provider()
-            async with memory_store.pool.connection() as conn:
+            async with memory_store.connection(user_id, read=True) as conn:
                 cur = await conn.execute(
                     query("chat_summary_get"),
                     {"user_id": user_id, "conversation_id": conversation},

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+import structlog
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
@@ -14,8 +15,11 @@ from psycopg_pool import AsyncConnectionPool
 from recall.config import Settings
 from recall.embedded import EmbeddedServer
 from recall.errors import ExtensionMissingError, StoreError
+from recall.rls import use_app_role
 
 __all__ = ["Database", "connect_once", "locate_database", "open_pool"]
+
+log = structlog.stdlib.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,11 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
             "the 'vector' type is missing in this database: run `recall migrate` (or ask a "
             "superuser to run CREATE EXTENSION vector)"
         ) from exc
+    if not await use_app_role(conn):
+        log.warning(
+            "db.rls.not_enforced",
+            reason="this database user cannot SET ROLE recall_app (see docs/security.md)",
+        )
 
 
 async def open_pool(url: str, *, max_size: int, timeout: float = 30.0) -> AsyncConnectionPool:

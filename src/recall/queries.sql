@@ -376,3 +376,21 @@ FROM (
 ) AS sized
 GROUP BY bucket
 ORDER BY min(memory_count);
+
+-- name: set_user
+-- Row-level security key for this transaction (migration 0004).
+SELECT set_config('recall.user_id', %(user_id)s, true);
+
+-- name: set_all_users
+-- Ingestion of many users at once and operator statistics: every row, for this transaction.
+SELECT set_config('recall.all_users', 'on', true);
+
+-- name: can_use_app_role
+SELECT to_regrole('recall_app') IS NOT NULL
+       AND pg_has_role(session_user, 'recall_app', 'MEMBER');
+
+-- name: use_app_role
+SET ROLE recall_app;
+
+-- name: use_owner_role
+RESET ROLE;

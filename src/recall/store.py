@@ -35,8 +35,9 @@ from recall.memory import Memory, Turn, clean_id, clean_text, make_turn
 from recall.migrate import apply_migrations, bind_embedding_space, pending_migrations
 from recall.outbox import Outbox
 from recall.retrieval import Mode, cosine, fuse, keyword_rows, row_memory, vector_rows
+from recall.rls import as_owner, scope
 from recall.sql import query
-from recall.userindex import build_user_index, drop_user_index
+from recall.userindex import build_user_index, drop_user_index, index_name
 
 __all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
 
@@ -109,6 +110,21 @@ class MemoryStore:
         """
         return StoreConnector(cls, settings, embeddings, embedding_model_name)
 
+    @asynccontextmanager
+    async def connection(
+        self, user_id: str | None = None, *, all_users: bool = False, read: bool = False
+    ) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection in a transaction scoped, for row-level security, to one user
+        (or with `all_users`, to everyone: for ingestion, statistics and maintenance).
+
+        Raises:
+            StoreError: the database failed.
+        """
+        if user_id is None and not all_users:
+            raise InvalidInputError("connection() needs a user_id or all_users=True")
+        async with self._conn("connection", user=user_id, all_users=all_users, read=read) as conn:
+            yield conn
+
     async def warm_up(self) -> None:
         """Load the embedding model now, so the first user does not wait for it."""
         await self.embedder.embed_documents(["warm-up"])
@@ -134,13 +150,28 @@ class MemoryStore:
         await self.close()
 
     @asynccontextmanager
-    async def _conn(self, op: str, *, read: bool = False) -> AsyncIterator[AsyncConnection[Any]]:
+    async def _conn(
+        self,
+        op: str,
+        *,
+        read: bool = False,
+        user: str | None = None,
+        all_users: bool = False,
+        owner: bool = False,
+    ) -> AsyncIterator[AsyncConnection[Any]]:
         if self._closed:
             raise StoreError("the store is closed")
         pool = self.read_pool if read else self.pool
         try:
             async with pool.connection() as conn:
-                yield conn
+                if owner:
+                    async with as_owner(conn):
+                        yield conn
+                elif user is not None or all_users:
+                    async with scope(conn, user_id=user, all_users=all_users):
+                        yield conn
+                else:
+                    yield conn
         except PoolTimeout as exc:
             raise StoreError(f"{op}: no database connection available: {exc}") from exc
         except psycopg.Error as exc:
@@ -199,7 +230,7 @@ class MemoryStore:
             "embedding_model": self.embedder.name,
             "kind": turn.kind,
         }
-        async with self._conn("add_turn") as conn:
+        async with self._conn("add_turn", user=turn.user_id) as conn:
             cur = await conn.execute(query("insert_memory"), params)
             row = await cur.fetchone()
             inserted = row is not None
@@ -285,7 +316,7 @@ class MemoryStore:
             for i, vec in zip(missing, computed, strict=True):
                 vectors[i] = vec
         ready = [v for v in vectors if v is not None]
-        async with self._conn("add_turns") as conn:
+        async with self._conn("add_turns", all_users=True) as conn:
             ids = await copy_turns(conn, turns, ready, self.embedder.name)
         for user_id in {t.user_id for t in turns}:
             self._plans.pop(user_id, None)
@@ -351,21 +382,21 @@ class MemoryStore:
             else await self.embedder.embed_query(text)
         )
         if mode == "keyword":
-            async with self._conn("search", read=True) as conn:
+            async with self._conn("search", read=True, user=uid) as conn:
                 rows = await self._keyword_rows(conn, uid, text, vector, limit)
             return [row_memory(r, score=float(r[8])) for r in rows]
         if mode == "semantic":
-            async with self._conn("search", read=True) as conn:
+            async with self._conn("search", read=True, user=uid) as conn:
                 rows = await self._vector_rows(conn, uid, vector, limit, 1.0 - threshold)
             return [row_memory(r, score=cosine(r[7])) for r in rows]
         pool_size = max(limit, self.settings.hybrid_candidates)
 
         async def vector_side() -> list[tuple[Any, ...]]:
-            async with self._conn("search", read=True) as conn:
+            async with self._conn("search", read=True, user=uid) as conn:
                 return await self._vector_rows(conn, uid, vector, pool_size, 2.0)
 
         async def keyword_side() -> list[tuple[Any, ...]]:
-            async with self._conn("search", read=True) as conn:
+            async with self._conn("search", read=True, user=uid) as conn:
                 return await self._keyword_rows(conn, uid, text, vector, pool_size)
 
         # two connections at once: the two candidate queries run in parallel on the server
@@ -423,7 +454,7 @@ class MemoryStore:
         if not isinstance(keywords, str):
             raise InvalidInputError(f"keywords must be a string, not {type(keywords).__name__}")
         limit = _check_limit(limit)
-        async with self._conn("keyword_search", read=True) as conn:
+        async with self._conn("keyword_search", read=True, user=uid) as conn:
             rows = await keyword_rows(
                 conn,
                 user_id=uid,
@@ -442,7 +473,7 @@ class MemoryStore:
         """
         uid = clean_id(user_id, "user_id")
         n = _check_limit(n, "n")
-        async with self._conn("recent", read=True) as conn:
+        async with self._conn("recent", read=True, user=uid) as conn:
             cur = await conn.execute(query("recent"), {"user_id": uid, "limit": n})
             rows = await cur.fetchall()
         return [row_memory(r) for r in rows]
@@ -457,7 +488,7 @@ class MemoryStore:
         mid = _uuid(memory_id)
         if mid is None:
             return None
-        async with self._conn("get", read=True) as conn:
+        async with self._conn("get", read=True, user=uid) as conn:
             cur = await conn.execute(query("get_memory"), {"user_id": uid, "id": mid})
             row = await cur.fetchone()
         return None if row is None else row_memory(row)
@@ -474,7 +505,7 @@ class MemoryStore:
         mid = _uuid(memory_id)
         if mid is None:
             return False
-        async with self._conn("delete") as conn:
+        async with self._conn("delete", user=uid) as conn:
             cur = await conn.execute(query("delete_memory"), {"user_id": uid, "id": mid})
             deleted = cur.rowcount > 0
         self._plans.pop(uid, None)  # type: ignore[arg-type]
@@ -497,20 +528,17 @@ class MemoryStore:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        async with self._conn("forget_user") as conn:
-            async with conn.transaction():
-                cur = await conn.execute(query("forget_memories"), {"user_id": uid})
-                count = cur.rowcount
-                await conn.execute(query("forget_progress"), {"user_id": uid})
-                await conn.execute(query("forget_summaries"), {"user_id": uid})
-                cur = await conn.execute(query("forget_user_row"), {"user_id": uid})
-                row = await cur.fetchone()
-            if row is not None and row[0]:
-                await drop_user_index(conn, row[0])
-            else:  # an index may exist without its row when a build raced the erasure
-                from recall.userindex import index_name
-
-                await drop_user_index(conn, index_name(uid))
+        async with self._conn("forget_user", user=uid) as conn:
+            cur = await conn.execute(query("forget_memories"), {"user_id": uid})
+            count = cur.rowcount
+            await conn.execute(query("forget_progress"), {"user_id": uid})
+            await conn.execute(query("forget_summaries"), {"user_id": uid})
+            cur = await conn.execute(query("forget_user_row"), {"user_id": uid})
+            row = await cur.fetchone()
+        # an index may exist without its row when a build raced the erasure: drop by name
+        name = row[0] if row is not None and row[0] else index_name(uid)
+        async with self._conn("forget_user", owner=True) as conn:
+            await drop_user_index(conn, name)
         self._plans.pop(uid, None)
         for outbox in outboxes:
             count += await outbox.forget(uid)
@@ -528,7 +556,7 @@ class MemoryStore:
 
     async def _build_index(self, user_id: str) -> None:
         try:
-            async with self._conn("build_user_index") as conn:
+            async with self._conn("build_user_index", owner=True) as conn:
                 await build_user_index(
                     conn,
                     user_id,
@@ -554,7 +582,7 @@ class MemoryStore:
         Raises:
             StoreError.
         """
-        async with self._conn("optimize") as conn:
+        async with self._conn("optimize", owner=True) as conn:
             cur = await conn.execute(
                 query("users_over_threshold"), {"threshold": self.settings.user_index_threshold}
             )
@@ -579,7 +607,7 @@ class MemoryStore:
         Raises:
             StoreError.
         """
-        async with self._conn("stats") as conn:
+        async with self._conn("stats", all_users=True) as conn:
             cur = await conn.execute(query("stats"))
             row = await cur.fetchone()
         assert row is not None
@@ -592,7 +620,7 @@ class MemoryStore:
         Raises:
             StoreError.
         """
-        async with self._conn("user_buckets") as conn:
+        async with self._conn("user_buckets", all_users=True) as conn:
             cur = await conn.execute(query("user_buckets"))
             return [(str(b), int(u), int(m)) for b, u, m in await cur.fetchall()]
 

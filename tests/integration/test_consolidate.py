@@ -57,7 +57,7 @@ async def summaries(store: MemoryStore, user: str) -> list[Any]:
 
 
 async def tracker(store: MemoryStore, user: str, conversation: str) -> Any:
-    async with store.pool.connection() as conn:
+    async with store.connection(all_users=True) as conn:
         cur = await conn.execute(
             query("progress_get"), {"user_id": user, "conversation_id": conversation}
         )

@@ -23,7 +23,7 @@ MARK = "zqxmarker"  # appears in everything the user stored
 async def _rows_mentioning(store: MemoryStore, needles: list[str]) -> list[str]:
     """Every (table, column) in schema recall whose text holds one of the needles."""
     found = []
-    async with store.pool.connection() as conn:
+    async with store.connection(all_users=True) as conn:
         cur = await conn.execute(
             b"SELECT table_name, column_name FROM information_schema.columns "
             b"WHERE table_schema = 'recall' AND data_type IN ('text', 'jsonb', 'tsvector')"
@@ -91,7 +91,7 @@ async def test_nothing_of_the_user_remains(databases: Databases, tmp_path: Path)
         with sqlite3.connect(tmp_path / "outbox.sqlite3") as db:
             for table in ("pending", "dead"):
                 assert db.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)  # noqa: S608
-        async with store.pool.connection() as conn:
+        async with store.connection(all_users=True) as conn:
             for table in ("memories", "users", "progress", "summaries"):
                 cur = await conn.execute(
                     sql.SQL("SELECT count(*) FROM recall.{} WHERE user_id = %s").format(

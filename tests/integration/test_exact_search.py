@@ -102,7 +102,7 @@ async def test_naive_filtered_query_uses_the_global_index_and_loses_results(
 ) -> None:
     """Guards the test itself: the trap is real on this table."""
     short = 0
-    async with corpus.store.pool.connection() as conn:
+    async with corpus.store.connection(all_users=True) as conn:
         for i, q in enumerate(_queries(corpus, 30, seed=1)):
             user = f"small-{i}"
             params = {"user_id": user, "q": q}
@@ -146,7 +146,7 @@ async def test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after(
 
     await store.wait_for_index_builds()  # the search above scheduled the build; wait for it
     assert await store.optimize() == []  # already built by the background task
-    async with store.pool.connection() as conn:
+    async with store.connection(all_users=True) as conn:
         cur = await conn.execute(query("user_plan"), {"user_id": BIG_USER})
         assert await cur.fetchone() == (BIG_ROWS, index_name(BIG_USER))
         await conn.execute(query("set_ef_search"), {"ef_search": "100"})
@@ -181,6 +181,6 @@ async def test_erasing_a_large_user_drops_their_index(corpus: Corpus) -> None:
     )
     assert await store.optimize() == ["erased-big"]
     assert await store.forget_user("erased-big") == INDEX_THRESHOLD
-    async with store.pool.connection() as conn:
+    async with store.connection(all_users=True) as conn:
         cur = await conn.execute(query("index_is_valid"), {"index_name": index_name("erased-big")})
         assert await cur.fetchone() is None

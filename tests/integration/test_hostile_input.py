@@ -79,7 +79,7 @@ WITNESS = "hostile-witness"
 
 
 async def _checksum(store: MemoryStore) -> str:
-    async with store.pool.connection() as conn:
+    async with store.connection(all_users=True) as conn:
         cur = await conn.execute(
             b"SELECT id::text, user_message, ai_response, metadata::text, embedding::text "
             b"FROM recall.memories WHERE user_id = %s ORDER BY id",

@@ -25,6 +25,6 @@ async def test_dog_name_is_found_for_its_owner_only(model_store: MemoryStore) ->
 
 
 async def test_model_is_recorded_with_the_data(model_store: MemoryStore) -> None:
-    async with model_store.pool.connection() as conn:
+    async with model_store.connection(all_users=True) as conn:
         cur = await conn.execute(b"SELECT model_name, dimensions FROM recall.embedding_space")
         assert await cur.fetchone() == ("all-MiniLM-L6-v2", 384)

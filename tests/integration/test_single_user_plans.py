@@ -58,13 +58,13 @@ async def plan_store(databases: Databases) -> Any:
                  "conversation_id": "c", "embedding": rng.normal(size=32)}
                 for i in range(n)
             )  # fmt: skip
-        async with store.pool.connection() as conn:
+        async with store.connection(all_users=True) as conn:
             await conn.execute(b"ANALYZE recall.memories")
         yield store
 
 
 async def _explain(store: MemoryStore, name: str, params: dict[str, Any]) -> list[Any]:
-    async with store.pool.connection() as conn, conn.transaction():
+    async with store.connection(all_users=True) as conn, conn.transaction():
         await conn.execute(query("set_ef_search"), {"ef_search": "100"})
         cur = await conn.execute(b"EXPLAIN (FORMAT JSON) " + query(name), params, prepare=False)
         rows = await cur.fetchall()

@@ -9,7 +9,7 @@ from recall.store import MemoryStore
 
 async def _checksum(store: MemoryStore) -> str:
     """A digest of every stored row: equal before and after means nothing changed."""
-    async with store.pool.connection() as conn:
+    async with store.connection(all_users=True) as conn:
         cur = await conn.execute(
             b"SELECT user_id, id::text, user_message, ai_response, metadata::text,"
             b" embedding::text FROM recall.memories ORDER BY user_id, id"
@@ -87,7 +87,7 @@ async def test_delete_and_forget(store: MemoryStore, user: str) -> None:
     assert await store.get(user + "-x", keep.id) is None
     assert await store.forget_user(user) == 1
     assert await store.recent(user) == []
-    async with store.pool.connection() as conn:
+    async with store.connection(all_users=True) as conn:
         cur = await conn.execute(b"SELECT count(*) FROM recall.users WHERE user_id = %s", (user,))
         row = await cur.fetchone()
     assert row == (0,)

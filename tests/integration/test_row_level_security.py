@@ -1,0 +1,56 @@
+"""Row-level security: a query that forgets its user filter still sees one user's rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from recall.errors import StoreError
+from recall.store import MemoryStore
+
+
+async def test_store_connections_run_as_the_restricted_role(store: MemoryStore) -> None:
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(b"SELECT current_user, session_user")
+        row = await cur.fetchone()
+    assert row is not None and row[0] == "recall_app" and row[1] != "recall_app"
+
+
+async def test_a_query_without_a_user_filter_sees_only_the_scoped_user(
+    store: MemoryStore, user: str
+) -> None:
+    other = user + "-other"
+    await store.add_turn(user, "mine: the blue door", "ok")
+    await store.add_turn(other, "theirs: the red door", "ok")
+    forgot_the_filter = b"SELECT DISTINCT user_id FROM recall.memories"  # a buggy query
+    async with store.connection(user) as conn:
+        cur = await conn.execute(forgot_the_filter)
+        assert {r[0] for r in await cur.fetchall()} == {user}
+        cur = await conn.execute(b"SELECT DISTINCT user_id FROM recall.users")
+        assert {r[0] for r in await cur.fetchall()} == {user}
+    async with store.pool.connection() as conn:  # no scope at all: nothing
+        cur = await conn.execute(forgot_the_filter)
+        assert await cur.fetchall() == []
+    async with store.connection(all_users=True) as conn:  # ingestion and statistics
+        cur = await conn.execute(forgot_the_filter)
+        assert {user, other} <= {r[0] for r in await cur.fetchall()}
+
+
+async def test_writing_another_users_row_is_refused(store: MemoryStore, user: str) -> None:
+    memory = await store.add_turn(user + "-victim", "the victim's memory", "ok")
+    await store.add_turn(user, "my own memory", "ok")  # the forged row copies its vector
+    with pytest.raises(StoreError, match="row-level security policy"):
+        async with store.connection(user) as conn:
+            await conn.execute(
+                b"INSERT INTO recall.memories (user_id, user_message, ai_response, content_hash,"
+                b" embedding, embedding_model) SELECT %s, 'forged', 'x', '\\x00', embedding,"
+                b" embedding_model FROM recall.memories LIMIT 1",
+                (user + "-victim",),
+            )
+    async with store.connection(user) as conn:  # nor can it change or delete theirs
+        cur = await conn.execute(
+            b"UPDATE recall.memories SET user_message = 'changed' WHERE id = %s", (memory.id,)
+        )
+        assert cur.rowcount == 0
+        cur = await conn.execute(b"DELETE FROM recall.memories WHERE id = %s", (memory.id,))
+        assert cur.rowcount == 0
+    assert (await store.recent(user + "-victim"))[0].user_message == "the victim's memory"
