@@ -29,28 +29,20 @@ BEGIN
 END
 $$;
 
-ALTER TABLE recall.memories ENABLE ROW LEVEL SECURITY;
-ALTER TABLE recall.users ENABLE ROW LEVEL SECURITY;
-ALTER TABLE recall.progress ENABLE ROW LEVEL SECURITY;
-ALTER TABLE recall.summaries ENABLE ROW LEVEL SECURITY;
-
-CREATE POLICY own_rows ON recall.memories
-    USING (user_id = current_setting('recall.user_id', true)
-           OR current_setting('recall.all_users', true) = 'on')
-    WITH CHECK (user_id = current_setting('recall.user_id', true)
-                OR current_setting('recall.all_users', true) = 'on');
-CREATE POLICY own_rows ON recall.users
-    USING (user_id = current_setting('recall.user_id', true)
-           OR current_setting('recall.all_users', true) = 'on')
-    WITH CHECK (user_id = current_setting('recall.user_id', true)
-                OR current_setting('recall.all_users', true) = 'on');
-CREATE POLICY own_rows ON recall.progress
-    USING (user_id = current_setting('recall.user_id', true)
-           OR current_setting('recall.all_users', true) = 'on')
-    WITH CHECK (user_id = current_setting('recall.user_id', true)
-                OR current_setting('recall.all_users', true) = 'on');
-CREATE POLICY own_rows ON recall.summaries
-    USING (user_id = current_setting('recall.user_id', true)
-           OR current_setting('recall.all_users', true) = 'on')
-    WITH CHECK (user_id = current_setting('recall.user_id', true)
-                OR current_setting('recall.all_users', true) = 'on');
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['memories', 'users', 'progress', 'summaries'] LOOP
+        EXECUTE format('ALTER TABLE recall.%I ENABLE ROW LEVEL SECURITY', t);
+        EXECUTE format(
+            'CREATE POLICY own_rows ON recall.%I '
+            'USING (user_id = current_setting(''recall.user_id'', true) '
+            '       OR current_setting(''recall.all_users'', true) = ''on'') '
+            'WITH CHECK (user_id = current_setting(''recall.user_id'', true) '
+            '            OR current_setting(''recall.all_users'', true) = ''on'')',
+            t
+        );
+    END LOOP;
+END
+$$;

@@ -102,22 +102,17 @@ async def reembed(
         await lock_schema(conn)
         await conn.execute(query("reembed_lock_table"))
         # turns written by the old model while we filled: embed them under the lock
-        cur = await conn.execute(query("reembed_next_batch"), {"batch": 1_000_000})
-        rest = await cur.fetchall()
-        if rest:
-            vectors = await embedder.embed_documents([embedding_text(r[2], r[3]) for r in rest])
-            async with conn.cursor() as wcur:
-                await wcur.executemany(
-                    query("reembed_next_update"),
-                    [
-                        {"user_id": r[0], "id": r[1], "embedding": v, "model_name": embedder.name}
-                        for r, v in zip(rest, vectors, strict=True)
-                    ],
-                )
+        done += await _fill(
+            conn,
+            embedder,
+            "reembed_next_batch",
+            "reembed_next_update",
+            batch=batch,
+            on_progress=None,
+        )
         await conn.execute(query("reembed_swap"))
         await conn.execute(
             query("update_embedding_space"), {"model_name": embedder.name, "dimensions": dims}
         )
-    done += len(rest)
     log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
     return done
