@@ -53,6 +53,8 @@ demo: install
 
 bench: install
 	$(PY) benchmarks/latency.py
+	$(PY) benchmarks/locomo.py
+	$(PY) benchmarks/rls.py
 
 clean:
 	rm -rf .recall/test-pgdata .pytest_cache .mypy_cache .ruff_cache

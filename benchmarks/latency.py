@@ -28,6 +28,7 @@ from common import fresh_database, git_revision, machine, table, write_section
 from langchain_core.messages import HumanMessage
 
 from recall.config import Settings
+from recall.db import connect_once
 from recall.nodes import create_retrieve_memories_node
 from recall.store import MemoryStore
 
@@ -184,10 +185,13 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
         t0 = time.perf_counter()
         indexed = await store.optimize()
         hnsw_s = time.perf_counter() - t0
-        async with store.pool.connection() as conn:
-            await conn.execute("ANALYZE recall.memories")
-            cur = await conn.execute("SELECT pg_total_relation_size('recall.memories')")
+        owner = await connect_once(url)  # ANALYZE is the owner's, not the app role's
+        try:
+            await owner.execute("ANALYZE recall.memories")
+            cur = await owner.execute("SELECT pg_total_relation_size('recall.memories')")
             size_row = await cur.fetchone()
+        finally:
+            await owner.close()
         bytes_per = int(size_row[0]) / n if size_row else 0
         typical = [u for u, s in data.users.items() if not u.startswith("large")]
         large = [u for u in data.users if u.startswith("large")]

@@ -25,6 +25,7 @@ from common import ROOT, git_revision, machine, table, write_section
 from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
+from recall.db import connect_once
 from recall.embedded import EmbeddedServer
 from recall.metrics import RetrievalMetrics
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
@@ -46,8 +47,9 @@ async def scenario(seconds: float, users: int, restart: bool, label: str) -> lis
     async with MemoryStore.connect(settings) as store:
         store.pool.timeout = 3.0  # during the outage, give up on a connection after 3 s
         await store.warm_up()
-        async with store.pool.connection() as conn:
-            await conn.execute("TRUNCATE recall.memories, recall.users")
+        owner = await connect_once(url)  # TRUNCATE is the owner's, not the app role's
+        await owner.execute("TRUNCATE recall.memories, recall.users")
+        await owner.close()
         writer = TurnWriter(provider_for(store), Outbox(queue), wait_s=1.0, retry_initial_s=0.2)
         retrieve = create_retrieve_memories_node(store, settings=settings, metrics=metrics)
         write = create_store_memories_node(writer=writer, settings=settings)
@@ -94,7 +96,7 @@ async def scenario(seconds: float, users: int, restart: bool, label: str) -> lis
         wall = time.monotonic() - started
         await writer.flush(timeout_s=120)
         queued_left = await writer.outbox.count()
-        async with store.pool.connection() as conn:
+        async with store.connection(all_users=True) as conn:
             cur = await conn.execute(
                 "SELECT user_id, user_message, count(*) FROM recall.memories "
                 "WHERE user_id LIKE 'load-user-%%' GROUP BY 1, 2"

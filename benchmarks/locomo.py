@@ -126,7 +126,7 @@ async def candidates(
     store: MemoryStore, q: Question, pool: int
 ) -> tuple[list[Candidate], list[str]]:
     """The hybrid candidate list of a question, as fusion sees it, and the candidates' ids."""
-    async with store.pool.connection() as conn:
+    async with store.connection(q.user, read=True) as conn:
         vec = await vector_rows(
             conn,
             user_id=q.user,

