@@ -143,6 +143,8 @@ def test_embedded_server_start_status_stop(tmp_path: Path) -> None:
     assert "running:     no" in recall("db", "status")
     assert "embedded PostgreSQL running" in recall("db", "start")
     assert "running:     yes" in recall("db", "status")  # it outlived the `start` process
+    # sized for this machine once, at its first start
+    assert "shared_buffers" in (tmp_path / "pgdata" / "postgresql.auto.conf").read_text()
     recall("db", "start")  # reused, not started twice
     assert recall("db", "stop").strip() == "stopped"
     assert "running:     no" in recall("db", "status")
@@ -171,3 +173,15 @@ def test_hostile_cli_input_is_an_answer_or_a_clear_error(
     if result.exit_code == 1:
         assert result.output.startswith("error: ")
     assert "Traceback" not in result.output
+
+
+def test_chat_remembers_and_shows_retrieved_memories(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECALL_QUEUE_PATH", str(tmp_path / "outbox.sqlite3"))
+    monkeypatch.delenv("RECALL_CHAT_MODEL", raising=False)
+    script = "I adopted a dog named Rex\nWhat is my dog's name?\n/quit\n"
+    result = runner.invoke(app, ["chat", "-u", "cli-chat", "--threshold", "0.3"], input=script)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("ai> (offline responder)") == 2
+    assert "[memory" in result.stdout and "I adopted a dog named Rex" in result.stdout
