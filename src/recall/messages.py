@@ -19,18 +19,18 @@ __all__ = [
 _ERROR_PREFIXES = ("error:", "error -", "traceback (most recent call last)", "exception:")
 
 
+def _configurable(config: object) -> Mapping[str, Any]:
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    return configurable if isinstance(configurable, Mapping) else {}
+
+
 def user_id_from_config(config: Mapping[str, Any] | None) -> str | None:
     """The user id from `config["configurable"]["langgraph_auth_user"]`, or None.
 
     Accepts the LangGraph server's `ProxyUser` (`.identity`), a plain dict (`["identity"]`),
     any object with an `identity` attribute, and a bare string. Blank ids count as none.
     """
-    if not isinstance(config, Mapping):
-        return None
-    configurable = config.get("configurable")
-    if not isinstance(configurable, Mapping):
-        return None
-    user = configurable.get("langgraph_auth_user")
+    user = _configurable(config).get("langgraph_auth_user")
     identity: object
     if user is None:
         return None
@@ -48,12 +48,7 @@ def user_id_from_config(config: Mapping[str, Any] | None) -> str | None:
 
 def thread_id(config: Mapping[str, Any] | None) -> str | None:
     """The LangGraph thread id (our conversation id), or None."""
-    if not isinstance(config, Mapping):
-        return None
-    configurable = config.get("configurable")
-    if not isinstance(configurable, Mapping):
-        return None
-    value = configurable.get("thread_id")
+    value = _configurable(config).get("thread_id")
     return str(value) if value is not None and str(value).strip() else None
 
 
