@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -34,6 +35,15 @@ async def cli_url(databases: Databases) -> str:
 @pytest.fixture
 def runner(cli_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     monkeypatch.setenv("RECALL_DATABASE_URL", cli_url)
+    # in-process, the CLI must not configure logging for the whole test session (loggers
+    # cached under its configuration would escape the other tests' capture_logs()): keep
+    # its effect (warnings and errors only), without caching; reset after each test
+    monkeypatch.setattr(
+        "recall.cli.configure_logging",
+        lambda **_kwargs: structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
+        ),
+    )
     return CliRunner()
 
 
@@ -171,7 +181,7 @@ def test_hostile_cli_input_is_an_answer_or_a_clear_error(
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert result.exit_code in (0, 1), result.output
     if result.exit_code == 1:
-        assert result.output.startswith("error: ")
+        assert result.stderr.startswith("error: ")
     assert "Traceback" not in result.output
 
 
