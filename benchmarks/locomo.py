@@ -32,7 +32,7 @@ from common import ROOT, fresh_database, git_revision, machine, table, write_sec
 from recall.config import Settings
 from recall.fusion import FEATURES, Candidate, FusionModel, features
 from recall.keywords import keywords_from_text
-from recall.retrieval import cosine, keyword_rows, vector_rows
+from recall.retrieval import keyword_rows, merge_candidates, vector_rows
 from recall.store import MemoryStore
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -139,13 +139,8 @@ async def candidates(
         kw = await keyword_rows(
             conn, user_id=q.user, keywords=keywords_from_text(q.text), vector=q.vector, limit=pool
         )
-    cands: dict[str, Candidate] = {}
-    for rank, row in enumerate(vec):
-        cands[str(row[0])] = Candidate(str(row[0]), cosine(row[7]) or 0.0, vector_rank=rank)
-    for rank, row in enumerate(kw):
-        c = cands.setdefault(str(row[0]), Candidate(str(row[0]), cosine(row[7]) or 0.0))
-        c.bm25, c.keyword_rank = float(row[8] or 0.0), rank
-    return list(cands.values()), list(cands)
+    _rows, cands = merge_candidates(vec, kw)
+    return cands, [c.key for c in cands]
 
 
 async def fit(store: MemoryStore, questions: list[Question]) -> FusionModel:
@@ -172,11 +167,8 @@ async def fit(store: MemoryStore, questions: list[Question]) -> FusionModel:
     for user in users:
         model = train([r for r in rows if r[0] != user])
         for r in (r for r in rows if r[0] == user):
-            cands = [Candidate(i, f[0]) for i, f in zip(r[3], r[1], strict=True)]
-            # relevance from stored features: rebuild scores directly
-            scores = [1 / (1 + np.exp(-(model.intercept + np.dot(model.weights, f)))) for f in r[1]]
+            scores = model.relevance_of(r[1])  # the held-out conversation's features
             order = [r[3][j] for j in np.argsort(-np.array(scores), kind="stable")]
-            del cands
             for k in KS:
                 held[k] += bool(set(order[:k]) & r[4].evidence)
     n = len(rows)
@@ -215,11 +207,8 @@ async def main() -> None:
             Question(user, text, cat, {ids[i] for i in wanted})
             for user, text, cat, wanted in corpus.questions
         ]
-        vectors = await store.embedder.embed_documents([q.text for q in questions])
-        # queries are embedded with embed_query: re-embed them one by one, as search would
-        for q in questions:
+        for q in questions:  # embedded as search embeds a query
             q.vector = await store.embedder.embed_query(q.text)
-        del vectors
         print(
             f"{len(corpus.turns)} memories for {len({t['user_id'] for t in corpus.turns})} "
             f"users loaded in {load_s:.1f} s; {len(questions)} questions "

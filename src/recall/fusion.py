@@ -56,8 +56,12 @@ class FusionModel:
 
     def relevance(self, candidates: Sequence[Candidate]) -> list[float]:
         """Calibrated relevance (0-1) of each candidate."""
+        return self.relevance_of(features(candidates))
+
+    def relevance_of(self, rows: Sequence[tuple[float, ...]]) -> list[float]:
+        """Calibrated relevance (0-1) of feature vectors (see `features`)."""
         out = []
-        for row in features(candidates):
+        for row in rows:
             z = self.intercept + sum(w * x for w, x in zip(self.weights, row, strict=True))
             out.append(1.0 / (1.0 + math.exp(-z)))
         return out

@@ -15,7 +15,15 @@ from recall.keywords import KeywordQuery
 from recall.memory import Memory
 from recall.sql import query
 
-__all__ = ["Mode", "cosine", "fuse", "keyword_rows", "row_memory", "vector_rows"]
+__all__ = [
+    "Mode",
+    "cosine",
+    "fuse",
+    "keyword_rows",
+    "merge_candidates",
+    "row_memory",
+    "vector_rows",
+]
 
 Mode = Literal["semantic", "keyword", "hybrid"]
 Row = tuple[Any, ...]
@@ -96,10 +104,11 @@ async def keyword_rows(
     return await cur.fetchall()
 
 
-def fuse(
-    vector_hits: list[Row], keyword_hits: list[Row], model: FusionModel
-) -> list[tuple[Memory, float]]:
-    """Merge both lists (a keyword-only hit can enter) and rank by calibrated relevance."""
+def merge_candidates(
+    vector_hits: list[Row], keyword_hits: list[Row]
+) -> tuple[dict[str, Row], list[Candidate]]:
+    """The union of both lists as fusion sees it (a keyword-only hit can enter), with each
+    candidate's row by id."""
     rows: dict[str, Row] = {}
     candidates: dict[str, Candidate] = {}
     for rank, row in enumerate(vector_hits):
@@ -112,7 +121,14 @@ def fuse(
         cand = candidates.setdefault(key, Candidate(key, cosine(row[7]) or 0.0))
         cand.bm25 = float(row[8] or 0.0)
         cand.keyword_rank = rank
-    ordered = list(candidates.values())
+    return rows, list(candidates.values())
+
+
+def fuse(
+    vector_hits: list[Row], keyword_hits: list[Row], model: FusionModel
+) -> list[tuple[Memory, float]]:
+    """Merge both lists and rank by calibrated relevance."""
+    rows, ordered = merge_candidates(vector_hits, keyword_hits)
     scored = sorted(
         zip(ordered, model.relevance(ordered), strict=True),
         key=lambda cs: (-cs[1], cs[0].key),
