@@ -20,6 +20,7 @@ from recall.nodes import create_retrieve_memories_node, create_store_memories_no
 from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.writer import TurnWriter
+from tests.fakes import FailingStore, provider
 
 
 def cfg(user: object, thread: str = "thread-1") -> RunnableConfig:
@@ -28,27 +29,6 @@ def cfg(user: object, thread: str = "thread-1") -> RunnableConfig:
 
 def ask(text: Any) -> dict[str, Any]:
     return {"messages": [HumanMessage(text)]}
-
-
-class FailingStore:
-    """Stands in for a store whose search fails in a given way."""
-
-    def __init__(self, exc: BaseException | None = None, delay: float = 0.0) -> None:
-        self.exc = exc
-        self.delay = delay
-
-    async def search(self, *args: Any, **kwargs: Any) -> list[Memory]:
-        await asyncio.sleep(self.delay)
-        if self.exc is not None:
-            raise self.exc
-        return []
-
-
-def provider(store: Any) -> Any:
-    async def get() -> Any:
-        return store
-
-    return get
 
 
 async def test_finds_memories_as_state_safe_dicts(store: MemoryStore, user: str) -> None:

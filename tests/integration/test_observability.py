@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -13,10 +12,11 @@ from structlog.testing import capture_logs
 
 from recall.config import Settings
 from recall.errors import EmbeddingError, StoreError
-from recall.memory import Memory
 from recall.metrics import RetrievalMetrics
 from recall.nodes import create_retrieve_memories_node
 from recall.store import MemoryStore
+from tests.fakes import FailingStore as Failing
+from tests.fakes import provider
 
 SECRET = "my secret diagnosis is xyzzy"
 
@@ -26,24 +26,6 @@ def cfg(user: str | None) -> RunnableConfig:
     if user:
         configurable["langgraph_auth_user"] = {"identity": user}
     return {"configurable": configurable}
-
-
-class Failing:
-    def __init__(self, exc: BaseException | None = None, delay: float = 0.0) -> None:
-        self.exc, self.delay = exc, delay
-
-    async def search(self, *args: Any, **kwargs: Any) -> list[Memory]:
-        await asyncio.sleep(self.delay)
-        if self.exc:
-            raise self.exc
-        return []
-
-
-def provider(obj: Any) -> Any:
-    async def get() -> Any:
-        return obj
-
-    return get
 
 
 async def run(node: Any, user: str | None, text: str = SECRET) -> list[dict[str, Any]]:
@@ -58,8 +40,18 @@ async def run(node: Any, user: str | None, text: str = SECRET) -> list[dict[str,
         (None, "obs-user", "memory.retrieve.done", "ok"),
         (None, "obs-nobody", "memory.retrieve.done", "empty"),
         (None, None, "memory.retrieve.skip", "no_user"),
-        (lambda: Failing(StoreError("database down")), "u", "memory.retrieve.error", "database"),
-        (lambda: Failing(EmbeddingError("model broke")), "u", "memory.retrieve.error", "embedding"),
+        (
+            lambda: Failing(StoreError("database down")),
+            "u",
+            "memory.retrieve.error",
+            "database",
+        ),
+        (
+            lambda: Failing(EmbeddingError("model broke")),
+            "u",
+            "memory.retrieve.error",
+            "embedding",
+        ),
         (lambda: Failing(delay=5), "u", "memory.retrieve.timeout", "timeout"),
     ],
 )

@@ -1,0 +1,31 @@
+"""Stand-ins shared by the node tests."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from recall.memory import Memory
+
+
+class FailingStore:
+    """A store whose search fails with `exc` (or succeeds with nothing) after `delay` s."""
+
+    def __init__(self, exc: BaseException | None = None, delay: float = 0.0) -> None:
+        self.exc = exc
+        self.delay = delay
+
+    async def search(self, *args: Any, **kwargs: Any) -> list[Memory]:
+        await asyncio.sleep(self.delay)
+        if self.exc is not None:
+            raise self.exc
+        return []
+
+
+def provider(obj: Any) -> Any:
+    """A store provider for any object (recall.runtime.provider_for wraps only MemoryStore)."""
+
+    async def get() -> Any:
+        return obj
+
+    return get
