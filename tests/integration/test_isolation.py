@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
+from recall.config import Settings
 from recall.context_nodes import create_recent_memories_node
 from recall.errors import InvalidInputError
 from recall.nodes import create_retrieve_memories_node
 from recall.search_nodes import create_keyword_search_node, create_memory_search_tool
 from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
+from tests.conftest import Databases
 
 ADVERSARIAL = [
     "john_doe", "john-doe", "john%doe", "%", "_", "\\", "\\\\", "'", "''", '"', "a'; --",
@@ -24,6 +29,17 @@ ADVERSARIAL = [
 WORDS = ["apple", "river", "secret", "dog", "max", "blue", "door", "piano", "train", "salt"]
 
 OWNER: dict[str, str] = {}  # memory id -> user, over all examples
+
+
+@pytest.fixture(scope="module")
+async def iso_store(databases: Databases) -> AsyncIterator[MemoryStore]:
+    """A database of its own: the property test stores bare ids ("u", "john_doe", ...)
+    that the session database's other tests are free to use."""
+    url = await databases.create("recall_iso")
+    async with MemoryStore.connect(
+        Settings(database_url=url, embedding_cache_ttl=0), embeddings=FakeEmbeddings(64)
+    ) as s:
+        yield s
 
 
 def cfg(user: str, thread: str = "iso-thread") -> Any:
@@ -62,8 +78,9 @@ async def every_read(store: MemoryStore, user: str, text: str, tmp: Path) -> lis
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
 )
 async def test_results_always_belong_to_the_caller(
-    store: MemoryStore, tmp_path: Path, rows: list[tuple[str, list[str]]], query: list[str]
+    iso_store: MemoryStore, tmp_path: Path, rows: list[tuple[str, list[str]]], query: list[str]
 ) -> None:
+    store = iso_store
     users = set()
     for user, words in rows:
         text = " ".join(words) + " memory"
@@ -80,15 +97,17 @@ async def test_results_always_belong_to_the_caller(
 
 
 async def test_string_outputs_hold_only_the_callers_text(store: MemoryStore) -> None:
-    await store.add_turn("john_doe", "my piano lesson is on friday", "ok", conversation_id="t")
-    await store.add_turn(
-        "john-doe", "the other john keeps a piano secret", "ok", conversation_id="t"
-    )
-    await store.add_turn("john%", "wildcard john piano diary", "ok", conversation_id="t")
+    # Look-alike ids made unique to this test: the property test above may already have
+    # stored memories (with the same words) for bare ids such as "john_doe".
+    tag = uuid.uuid4().hex[:8]
+    base, dash, wild = f"john_doe{tag}", f"john-doe{tag}", f"john%{tag}"
+    await store.add_turn(base, "my piano lesson is on friday", "ok", conversation_id="t")
+    await store.add_turn(dash, "the other john keeps a piano secret", "ok", conversation_id="t")
+    await store.add_turn(wild, "wildcard john piano diary", "ok", conversation_id="t")
     tool = create_memory_search_tool(store)
     keyword_node = create_keyword_search_node(store)
     recent_node = create_recent_memories_node(store, n=10)
-    for user, own in [("john_doe", "friday"), ("john-doe", "secret"), ("john%", "wildcard")]:
+    for user, own in [(base, "friday"), (dash, "secret"), (wild, "wildcard")]:
         others = {"friday", "secret", "wildcard"} - {own}
         outputs = [
             await tool.ainvoke({"query": "piano", "max_results": 50}, cfg(user, "t")),
