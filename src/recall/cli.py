@@ -16,7 +16,7 @@ import typer
 from recall.config import Settings
 from recall.db import connect_once, locate_database
 from recall.embedded import EmbeddedServer
-from recall.embeddings import Embedder, load_embeddings
+from recall.embeddings import Embedder, configured_embeddings
 from recall.errors import ConfigError, InvalidInputError, RecallError
 from recall.logs import configure_logging
 from recall.memory import Memory
@@ -115,7 +115,7 @@ def migrate() -> None:
 
     async def go() -> list[int]:
         settings = Settings.from_env()
-        embedder = Embedder(load_embeddings(settings.embedding_model))
+        embedder = Embedder(configured_embeddings(settings))
         database = await locate_database(settings)
         conn = await connect_once(database.url)
         try:
@@ -344,7 +344,7 @@ def reembed(
     async def go() -> tuple[int, list[str]]:
         settings = Settings.from_env()
         embedder = Embedder(
-            load_embeddings(settings.embedding_model), batch_size=settings.embedding_batch_size
+            configured_embeddings(settings), batch_size=settings.embedding_batch_size
         )
         database = await locate_database(settings)
         conn = await connect_once(database.url)

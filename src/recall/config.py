@@ -64,6 +64,8 @@ class Settings:
     data_dir: Path = field(default_factory=lambda: Path(".recall/pgdata"))
     queue_path: Path = field(default_factory=lambda: Path(".recall/outbox.sqlite3"))
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_backend: str = "onnx"
+    model_cache_dir: Path = field(default_factory=lambda: Path(".recall/models"))
     max_memories: int = 3
     similarity_threshold: float = 0.5
     search_timeout_ms: int = 5000
@@ -130,6 +132,11 @@ class Settings:
             ("consolidation_chunk_size", self.consolidation_chunk_size >= 1, "must be >= 1"),
             ("dedup_threshold", 0.0 < self.dedup_threshold <= 1.0, "must be in (0, 1]"),
             ("embedding_model", bool(self.embedding_model), "must not be empty"),
+            (
+                "embedding_backend",
+                self.embedding_backend in ("onnx", "torch"),
+                "must be onnx or torch",
+            ),
         ]
         for name, ok, message in checks:
             if not ok:

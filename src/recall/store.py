@@ -27,7 +27,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from recall.bulk import copy_turns
 from recall.config import Settings
 from recall.db import Database, connect_once, locate_database, open_pool
-from recall.embeddings import Embedder, Vector, load_embeddings
+from recall.embeddings import Embedder, Vector, configured_embeddings
 from recall.errors import InvalidInputError, MigrationError, RecallError, StoreError
 from recall.fusion import DEFAULT_FUSION, FusionModel
 from recall.keywords import keywords_from_text, parse_keywords
@@ -655,7 +655,7 @@ class StoreConnector:
     async def open(self) -> MemoryStore:
         """Start or reach the database, migrate it, check the model, open the pool."""
         settings = self._settings or Settings.from_env()
-        embeddings = self._embeddings or load_embeddings(settings.embedding_model)
+        embeddings = self._embeddings or configured_embeddings(settings)
         embedder = Embedder(
             embeddings,
             name=self._name,

@@ -52,6 +52,7 @@ def server(server_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         **os.environ,
         "RECALL_DATABASE_URL": server_db,
         "RECALL_DATA_DIR": str(work / "data" / "pgdata"),
+        "RECALL_MODEL_CACHE_DIR": str(ROOT / ".recall" / "models"),  # export the model once
         "RECALL_AUTH_TOKENS": ",".join(f"{t}:{u}" for u, t in TOKENS.items()),
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",

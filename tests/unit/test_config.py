@@ -56,6 +56,7 @@ def test_empty_url_means_embedded() -> None:
         ("RECALL_HNSW_EF_CONSTRUCTION", "10"),
         ("RECALL_FILTER_ERROR_RESPONSES", "maybe"),
         ("RECALL_CONNECTION_POOL_SIZE", "0"),
+        ("RECALL_EMBEDDING_BACKEND", "tensorflow"),
     ],
 )
 def test_invalid_values_name_the_variable(var: str, value: str) -> None:

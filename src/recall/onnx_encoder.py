@@ -1,0 +1,185 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the same vectors as sentence-transformers, 2-3x sooner.
+
+The ONNX graph is exported once, on this machine, from the installed (and sha256-checked)
+weights; nothing is downloaded. The export is checked against the PyTorch model before it is
+kept, and cached under a name that carries the weights' digest and the exporter's versions, so a
+new model or a new torch gets a new file. Later processes load the cached file with ONNX Runtime
+alone: no PyTorch import, which also makes start-up faster.
+
+Why: profiling a retrieval showed the query embedding was 15-22 ms of it, and PyTorch's eager
+BERT forward is most of that; ONNX Runtime's fused attention and layer-norm kernels compute the
+same function (max |difference| ~1e-7) in 40% of the time here (docs/decisions/0007).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from recall.errors import EmbeddingError
+
+__all__ = ["OnnxEncoder", "export_onnx"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+# The exported graph must reproduce PyTorch's vectors this closely (max absolute difference per
+# component of the normalized embedding) on the probe texts, or it is thrown away.
+EXPORT_TOLERANCE = 1e-4
+_PROBES = [
+    "I adopted a dog named Max",
+    "What is my dog's name?",
+    "short",
+    "A longer memory about a trip to Lyon in May, the trains, the food, and the people there. " * 4,
+]
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def _pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """Mean over the real tokens, then L2-normalized (the model's pooling configuration)."""
+    weights = mask[..., None].astype(np.float32)
+    summed = (hidden * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    pooled = summed / counts
+    norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+    unit: npt.NDArray[np.float32] = (pooled / norms).astype(np.float32)
+    return unit
+
+
+def _tokenizer(model_dir: Path, max_length: int) -> Any:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_length)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106  # a token, not a secret
+    return tokenizer
+
+
+def _encode_inputs(tokenizer: Any, texts: list[str]) -> dict[str, npt.NDArray[np.int64]]:
+    encodings = tokenizer.encode_batch(texts)
+    return {
+        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+    }
+
+
+def _cache_name(weights_sha256: str) -> str:
+    import onnxruntime
+    import torch
+
+    return (
+        f"all-MiniLM-L6-v2-{weights_sha256[:16]}-torch{torch.__version__}"
+        f"-ort{onnxruntime.__version__}.onnx"
+    ).replace("+", "_")
+
+
+def export_onnx(model_dir: Path, weights_sha256: str, cache_dir: Path, max_length: int) -> Path:
+    """The cached ONNX graph for the model in `model_dir`, exported and checked if missing.
+
+    Concurrent exporters each write a temporary file and rename it into place, so a reader only
+    ever sees a complete, checked file.
+
+    Raises:
+        EmbeddingError: the export failed or does not reproduce the PyTorch model.
+    """
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    target = cache_dir / _cache_name(weights_sha256)
+    if target.exists():
+        return target
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(model_dir), device="cpu")
+    bert: Any = reference[0].auto_model
+    bert.eval()
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: Any, mask: Any, types: Any) -> Any:
+            return self.model(input_ids=ids, attention_mask=mask, token_type_ids=types)[0]
+
+    tokenizer = _tokenizer(model_dir, max_length)
+    sample = _encode_inputs(tokenizer, _PROBES)
+    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=".export-", suffix=".onnx")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        axes = {"batch": 0, "tokens": 1}
+        dynamic = {name: {v: k for k, v in axes.items()} for name in (*_INPUTS, "hidden")}
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on Python control flow
+            torch.onnx.export(
+                Hidden(bert),
+                tuple(torch.from_numpy(sample[name]) for name in _INPUTS),
+                str(tmp),
+                input_names=list(_INPUTS),
+                output_names=["hidden"],
+                dynamic_axes=dynamic,
+                opset_version=17,
+                dynamo=False,
+            )
+        expected = reference.encode(
+            _PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        got = OnnxEncoder(tmp, model_dir, max_length=max_length).encode(_PROBES)
+        error = float(np.abs(np.asarray(expected) - got).max())
+        if error > EXPORT_TOLERANCE:
+            raise EmbeddingError(
+                f"the ONNX export of all-MiniLM-L6-v2 differs from PyTorch by {error:.2e} "
+                f"(> {EXPORT_TOLERANCE}); set RECALL_EMBEDDING_BACKEND=torch"
+            )
+        tmp.replace(target)
+    except EmbeddingError:
+        raise
+    except Exception as exc:
+        raise EmbeddingError(f"could not export all-MiniLM-L6-v2 to ONNX: {exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    log.info("embedding.onnx.exported", path=str(target), max_error=error)
+    return target
+
+
+class OnnxEncoder:
+    """Tokenizer + ONNX Runtime session + mean pooling: texts in, unit vectors out.
+
+    Thread-safe (ONNX Runtime sessions are); one session per process is enough.
+
+    Args:
+        model_path: the exported `.onnx` file.
+        model_dir: the directory holding `tokenizer.json`.
+        max_length: tokens per text at most (the model was trained with 256).
+        threads: intra-op threads; all cores by default.
+    """
+
+    def __init__(
+        self, model_path: Path, model_dir: Path, *, max_length: int, threads: int = 0
+    ) -> None:
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.log_severity_level = 3  # warnings about unused initializers are noise here
+        self._session = onnxruntime.InferenceSession(
+            str(model_path), options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = _tokenizer(model_dir, max_length)
+        self._lock = threading.Lock()  # the tokenizer's padding state is not shared safely
+
+    def encode(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """Unit-length embeddings of `texts`, one row each (one forward pass)."""
+        with self._lock:
+            inputs = _encode_inputs(self._tokenizer, texts)
+        (hidden,) = self._session.run(["hidden"], inputs)
+        return _pool(np.asarray(hidden, dtype=np.float32), inputs["attention_mask"])
