@@ -55,6 +55,7 @@ bench: install
 	$(PY) benchmarks/latency.py
 	$(PY) benchmarks/locomo.py
 	$(PY) benchmarks/rls.py
+	$(PY) benchmarks/embedding.py
 
 clean:
 	rm -rf .recall/test-pgdata .pytest_cache .mypy_cache .ruff_cache

@@ -106,23 +106,9 @@ ORDER BY i.ord;
 SELECT memory_count, hnsw_index FROM recall.users WHERE user_id = %(user_id)s;
 
 -- name: search_exact
--- Exact plan: the MATERIALIZED scan reads only this user's rows (btree on user_id) and scores
--- every one, so no index can drop a result; texts are fetched for the winners only.
-WITH scored AS MATERIALIZED (
-    SELECT id, embedding <=> %(query)s AS distance
-    FROM recall.memories
-    WHERE user_id = %(user_id)s
-), best AS (
-    SELECT id, distance FROM scored
-    WHERE distance <= %(max_distance)s
-    ORDER BY distance, id
-    LIMIT %(limit)s
-)
-SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
-       m.kind, best.distance, NULL::float8 AS bm25
-FROM best
-JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
-ORDER BY best.distance, best.id;
+-- Exact plan (decision 0001), as one call: recall.search_exact (migration 0005) sets the
+-- row-level security key itself, so it needs no transaction around it.
+SELECT * FROM recall.search_exact(%(user_id)s, %(query)s, %(max_distance)s, %(limit)s);
 
 -- name: set_ef_search
 -- For the indexed plan only, inside its transaction: the HNSW candidate count, and no sort

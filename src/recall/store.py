@@ -386,14 +386,12 @@ class MemoryStore:
                 rows = await self._keyword_rows(conn, uid, text, vector, limit)
             return [row_memory(r, score=float(r[8])) for r in rows]
         if mode == "semantic":
-            async with self._conn("search", read=True, user=uid) as conn:
-                rows = await self._vector_rows(conn, uid, vector, limit, 1.0 - threshold)
+            rows = await self._vector_search(uid, vector, limit, 1.0 - threshold)
             return [row_memory(r, score=cosine(r[7])) for r in rows]
         pool_size = max(limit, self.settings.hybrid_candidates)
 
         async def vector_side() -> list[tuple[Any, ...]]:
-            async with self._conn("search", read=True, user=uid) as conn:
-                return await self._vector_rows(conn, uid, vector, pool_size, 2.0)
+            return await self._vector_search(uid, vector, pool_size, 2.0)
 
         async def keyword_side() -> list[tuple[Any, ...]]:
             async with self._conn("search", read=True, user=uid) as conn:
@@ -404,10 +402,28 @@ class MemoryStore:
         fused = fuse(vec_rows, kw_rows, self.fusion)
         return [m for m, score in fused if score >= threshold][:limit]
 
-    async def _vector_rows(
-        self, conn: AsyncConnection[Any], uid: str, vector: Vector, limit: int, max_distance: float
+    async def _vector_search(
+        self, uid: str, vector: Vector, limit: int, max_distance: float
     ) -> list[tuple[Any, ...]]:
-        _count, index = await self._plan(conn, uid)
+        plan = self._plans.get(uid)
+        if plan is not None and plan[1] is None:
+            # A user known to take the exact plan: recall.search_exact sets the row-level
+            # security key itself (migration 0005), so no transaction: one round trip.
+            async with self._conn("search", read=True) as conn:
+                return await self._vector_rows(conn, uid, vector, limit, max_distance, None)
+        async with self._conn("search", read=True, user=uid) as conn:
+            _count, index = await self._plan(conn, uid)
+            return await self._vector_rows(conn, uid, vector, limit, max_distance, index)
+
+    async def _vector_rows(
+        self,
+        conn: AsyncConnection[Any],
+        uid: str,
+        vector: Vector,
+        limit: int,
+        max_distance: float,
+        index: str | None,
+    ) -> list[tuple[Any, ...]]:
         return await vector_rows(
             conn,
             user_id=uid,

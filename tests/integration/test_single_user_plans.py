@@ -7,6 +7,7 @@ routes to the shard that holds the user.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -71,13 +72,28 @@ async def _explain(store: MemoryStore, name: str, params: dict[str, Any]) -> lis
     return [[json.loads(r[0]) if isinstance(r[0], str) else r[0]] for r in rows]
 
 
+async def _function_query(store: MemoryStore, function: str) -> bytes:
+    """The statement inside a plpgsql search function, with its arguments as parameters."""
+    async with store.connection(all_users=True) as conn:
+        cur = await conn.execute(
+            b"SELECT p.prosrc FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace"
+            b" WHERE n.nspname = 'recall' AND p.proname = %s",
+            [function],
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    body = str(row[0]).split("RETURN QUERY", 1)[1].split(";", 1)[0]
+    for arg in ("user_id", "query", "max_distance", "limit"):
+        body = re.sub(rf"\bp_{arg}\b", f"%({arg})s", body)
+    return body.encode()
+
+
 async def test_every_search_plan_reads_one_user(plan_store: MemoryStore) -> None:
     vector = np.ones(32, dtype=np.float32)
     kw = keywords_from_text("apples and pears")
     common = {"user_id": USER, "query": vector, "limit": 3, "max_distance": 1.0,
               "candidates": 100}  # fmt: skip
     cases = {
-        "search_exact": common,
         "search_keyword": {"user_id": USER, "tsquery": kw.tsquery, "words": kw.words,
                            "query": vector, "limit": 3, "conversation_id": None},
         "recent": {"user_id": USER, "limit": 5},
@@ -85,6 +101,12 @@ async def test_every_search_plan_reads_one_user(plan_store: MemoryStore) -> None
     }  # fmt: skip
     for name, params in cases.items():
         _assert_one_user(await _explain(plan_store, name, params))
+    # search_exact calls a function (one round trip); its statement is checked the same way
+    body = await _function_query(plan_store, "search_exact")
+    async with plan_store.connection(all_users=True) as conn:
+        cur = await conn.execute(b"EXPLAIN (FORMAT JSON) " + body, common, prepare=False)
+        plan_rows = await cur.fetchall()
+    _assert_one_user([[json.loads(r[0]) if isinstance(r[0], str) else r[0]] for r in plan_rows])
     # the large user's indexed plan uses its own partial index
     assert await plan_store.optimize() == [USER, "someone-else"] or True
     touched = _assert_one_user(await _explain(plan_store, "search_indexed", common))
@@ -103,3 +125,25 @@ async def test_searches_use_the_read_pool_when_set(plan_store: MemoryStore) -> N
     assert plan_store.read_pool.get_stats().get("requests_num", 0) >= before + 4
     assert plan_store.pool.get_stats().get("requests_num", 0) == writes_before
     assert parse_keywords("apples").keywords == (("apples",),)
+
+
+async def test_the_one_call_search_matches_the_scoped_one_and_keeps_the_callers_key(
+    plan_store: MemoryStore,
+) -> None:
+    other = "someone-else"
+    vector = np.linspace(-1.0, 1.0, 32, dtype=np.float32)
+    plan_store._plans.clear()
+    first = await plan_store.search(other, "q", similarity_threshold=0.0, query_vector=vector)
+    assert other in plan_store._plans  # the next search takes the one-call path
+    again = await plan_store.search(other, "q", similarity_threshold=0.0, query_vector=vector)
+    assert [m.id for m in again] == [m.id for m in first] and len(first) == 3
+    async with plan_store.connection(USER) as conn:
+        cur = await conn.execute(
+            query("search_exact"),
+            {"user_id": other, "query": vector, "max_distance": 2.0, "limit": 3},
+        )
+        assert [str(r[0]) for r in await cur.fetchall()] == [m.id for m in first]
+        cur = await conn.execute(b"SELECT current_setting('recall.user_id', true)")
+        assert await cur.fetchone() == (USER,)  # the caller's scope is back
+        cur = await conn.execute(b"SELECT count(DISTINCT user_id) FROM recall.memories")
+        assert await cur.fetchone() == (1,)  # and it still sees one user only
