@@ -92,9 +92,9 @@ between the two ways in one run.
 
 {table(["how", "p50 ms", "p95 ms"], rows)}
 
-Row-level security as the store runs it adds {rls - base:.3f} ms at p50 ({rls / base:.2f}x):
-the key set inside the call and the policy's condition. The scoped transaction would add
-{scoped - base:.3f} ms ({scoped / base:.2f}x): three more round trips (decision 0007).
+At p50, the store's one call takes {rls / base:.2f}x the owner's time ({rls - base:+.3f} ms: the
+key set inside the call and the policy's condition), and the scoped transaction
+{scoped / base:.2f}x ({scoped - base:+.3f} ms: three more round trips; decision 0007).
 """
     print(body)
     if not args.no_write:

@@ -1,4 +1,4 @@
--- The exact per-user search as one function call: it sets the row-level security key
+-- The per-user searches (exact vector, and BM25 keyword) as one function call each: it sets the row-level security key
 -- (recall.user_id) and runs the search in the same statement, so a search is one round trip
 -- instead of four (BEGIN, set the key, search, COMMIT). Measured in docs/decisions/0007.
 -- The query is the exact plan of decision 0001: a MATERIALIZED scan of this user's rows
@@ -36,11 +36,80 @@ BEGIN
 END;
 $$;
 
+-- BM25 over this user's memories (optionally one conversation), computed exactly in SQL
+-- with binary term frequency (memories are short: a term rarely repeats in one):
+-- df is counted among the matching rows, which hold every row containing a query term;
+-- N and the average length come from recall.users. k1 = 1.2, b = 0.75.
+-- p_words are sanitized words (letters and digits only, recall.keywords), so quoting them
+-- for to_tsquery is safe. p_query may be NULL (no cosine); p_conversation_id may be NULL.
+-- The same one-call shape as search_exact: the key is set inside, the caller's put back.
+CREATE FUNCTION recall.search_keyword(
+    p_user_id text, p_tsquery text, p_words text[], p_query vector, p_limit integer,
+    p_conversation_id text
+) RETURNS TABLE (
+    id uuid, conversation_id text, user_message text, ai_response text,
+    created_at timestamptz, metadata jsonb, kind text, distance float8, bm25 float8
+) LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    previous text := current_setting('recall.user_id', true);
+BEGIN
+    PERFORM set_config('recall.user_id', p_user_id, true);
+    RETURN QUERY
+    WITH q AS MATERIALIZED (
+        SELECT to_tsquery('english', p_tsquery) AS query,
+               greatest(u.memory_count, 1)::float8 AS n,
+               greatest(u.total_tokens::float8 / greatest(u.memory_count, 1), 1.0) AS avgdl
+        FROM recall.users AS u
+        WHERE u.user_id = p_user_id
+    ), terms AS MATERIALIZED (
+        SELECT DISTINCT ON (tq::text) tq
+        FROM unnest(p_words::text[]) AS w,
+             LATERAL (SELECT to_tsquery('english', '''' || w || '''') AS tq) AS x
+        WHERE numnode(tq) > 0
+    ), matched AS MATERIALIZED (
+        SELECT m.id, m.fts, m.doc_len
+        FROM recall.memories AS m, q
+        WHERE m.user_id = p_user_id
+          AND (p_conversation_id::text IS NULL OR m.conversation_id = p_conversation_id::text)
+          AND m.fts @@ q.query
+    ), hits AS MATERIALIZED (
+        -- a term in a memory's title (weight A) counts double, in its entities or key phrases
+        -- (weight B) one and a half times
+        SELECT mt.id, mt.doc_len, t.tq::text AS term,
+               CASE WHEN ts_filter(mt.fts, '{a}') @@ t.tq THEN 2.0
+                    WHEN ts_filter(mt.fts, '{b}') @@ t.tq THEN 1.5
+                    ELSE 1.0 END AS boost
+        FROM matched AS mt JOIN terms AS t ON mt.fts @@ t.tq
+    ), df AS (
+        SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
+    ), scored AS (
+        SELECT hits.id,
+               sum(
+                   hits.boost * ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
+                   * 2.2 / (1 + 1.2 * (0.25 + 0.75 * hits.doc_len / q.avgdl))
+               ) AS bm25
+        FROM hits JOIN df USING (term) CROSS JOIN q
+        GROUP BY hits.id
+        ORDER BY bm25 DESC, hits.id
+        LIMIT p_limit
+    )
+    SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
+           m.kind, m.embedding <=> p_query::vector AS distance, s.bm25
+    FROM scored AS s
+    JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = s.id
+    ORDER BY s.bm25 DESC, s.id;
+    PERFORM set_config('recall.user_id', coalesce(previous, ''), true);
+END;
+$$;
+
 DO $$
 BEGIN
     IF to_regrole('recall_app') IS NOT NULL THEN
         GRANT EXECUTE ON FUNCTION recall.search_exact(text, vector, float8, integer)
             TO recall_app;
+        GRANT EXECUTE ON FUNCTION
+            recall.search_keyword(text, text, text[], vector, integer, text) TO recall_app;
     END IF;
 END
 $$;

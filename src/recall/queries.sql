@@ -139,55 +139,12 @@ JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
 ORDER BY best.distance, best.id;
 
 -- name: search_keyword
--- BM25 over this user's memories (optionally one conversation), computed exactly in SQL
--- with binary term frequency (memories are short: a term rarely repeats in one):
--- df is counted among the matching rows, which hold every row containing a query term;
--- N and the average length come from recall.users. k1 = 1.2, b = 0.75.
--- %(words)s are sanitized words (letters and digits only, recall.keywords), so quoting them
--- for to_tsquery is safe. %(query)s may be NULL (no cosine); %(conversation_id)s may be NULL.
-WITH q AS MATERIALIZED (
-    SELECT to_tsquery('english', %(tsquery)s) AS query,
-           greatest(u.memory_count, 1)::float8 AS n,
-           greatest(u.total_tokens::float8 / greatest(u.memory_count, 1), 1.0) AS avgdl
-    FROM recall.users AS u
-    WHERE u.user_id = %(user_id)s
-), terms AS MATERIALIZED (
-    SELECT DISTINCT ON (tq::text) tq
-    FROM unnest(%(words)s::text[]) AS w,
-         LATERAL (SELECT to_tsquery('english', '''' || w || '''') AS tq) AS x
-    WHERE numnode(tq) > 0
-), matched AS MATERIALIZED (
-    SELECT m.id, m.fts, m.doc_len
-    FROM recall.memories AS m, q
-    WHERE m.user_id = %(user_id)s
-      AND (%(conversation_id)s::text IS NULL OR m.conversation_id = %(conversation_id)s::text)
-      AND m.fts @@ q.query
-), hits AS MATERIALIZED (
-    -- a term in a memory's title (weight A) counts double, in its entities or key phrases
-    -- (weight B) one and a half times
-    SELECT mt.id, mt.doc_len, t.tq::text AS term,
-           CASE WHEN ts_filter(mt.fts, '{a}') @@ t.tq THEN 2.0
-                WHEN ts_filter(mt.fts, '{b}') @@ t.tq THEN 1.5
-                ELSE 1.0 END AS boost
-    FROM matched AS mt JOIN terms AS t ON mt.fts @@ t.tq
-), df AS (
-    SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
-), scored AS (
-    SELECT hits.id,
-           sum(
-               hits.boost * ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
-               * 2.2 / (1 + 1.2 * (0.25 + 0.75 * hits.doc_len / q.avgdl))
-           ) AS bm25
-    FROM hits JOIN df USING (term) CROSS JOIN q
-    GROUP BY hits.id
-    ORDER BY bm25 DESC, hits.id
-    LIMIT %(limit)s
-)
-SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
-       m.kind, m.embedding <=> %(query)s::vector AS distance, s.bm25
-FROM scored AS s
-JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = s.id
-ORDER BY s.bm25 DESC, s.id;
+-- BM25 over this user's memories, as one call: recall.search_keyword (migration 0005) sets
+-- the row-level security key itself. %(words)s are sanitized words (letters and digits only,
+-- recall.keywords); %(query)s and %(conversation_id)s may be NULL.
+SELECT * FROM recall.search_keyword(
+    %(user_id)s, %(tsquery)s, %(words)s, %(query)s, %(limit)s, %(conversation_id)s
+);
 
 -- name: recent
 SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -85,7 +86,10 @@ class MemoryStore:
         self.embedder = embedder
         self.settings = settings
         self.database = database
-        self._plans: TTLCache[str, tuple[int, str | None]] = TTLCache(maxsize=10000, ttl=30)
+        # (memory count, own HNSW index) per user. A stale entry costs speed, never results:
+        # the exact plan is exact for any user, and the indexed path re-reads the plan. Writes
+        # and erasure in this process drop the user's entry.
+        self._plans: TTLCache[str, tuple[int, str | None]] = TTLCache(maxsize=10000, ttl=300)
         self._index_tasks: dict[str, asyncio.Task[None]] = {}
         self._closed = False
 
@@ -239,7 +243,7 @@ class MemoryStore:
                 row = await cur.fetchone()
         if row is None:  # deleted between the two statements: store it again next time
             raise StoreError("add_turn: the turn was deleted while it was being stored")
-        self._plans.pop(turn.user_id, None)
+        self._note_added(turn.user_id, int(inserted))
         log.debug("memory.add.done", inserted=inserted)
         return Memory(
             id=str(row[0]),
@@ -318,11 +322,24 @@ class MemoryStore:
         ready = [v for v in vectors if v is not None]
         async with self._conn("add_turns", all_users=True) as conn:
             ids = await copy_turns(conn, turns, ready, self.embedder.name)
-        for user_id in {t.user_id for t in turns}:
-            self._plans.pop(user_id, None)
+        for user_id, count in Counter(t.user_id for t in turns).items():
+            self._note_added(user_id, count)
         return ids
 
     # reads ------------------------------------------------------------------------------------
+
+    def _note_added(self, user_id: str, count: int) -> None:
+        """Keep a user's cached plan after a write (so the next search of a chat that just
+        stored its turn still takes the one-call path), unless the write may take the user
+        over the index threshold: then the next search re-reads it and schedules the build."""
+        plan = self._plans.get(user_id)
+        if plan is None:
+            return
+        total = plan[0] + count
+        if plan[1] is None and total >= self.settings.user_index_threshold:
+            self._plans.pop(user_id, None)
+        else:
+            self._plans[user_id] = (total, plan[1])
 
     async def _plan(self, conn: AsyncConnection[Any], user_id: str) -> tuple[int, str | None]:
         cached = self._plans.get(user_id)
@@ -382,8 +399,7 @@ class MemoryStore:
             else await self.embedder.embed_query(text)
         )
         if mode == "keyword":
-            async with self._conn("search", read=True, user=uid) as conn:
-                rows = await self._keyword_rows(conn, uid, text, vector, limit)
+            rows = await self._keyword_rows(uid, text, vector, limit)
             return [row_memory(r, score=float(r[8])) for r in rows]
         if mode == "semantic":
             rows = await self._vector_search(uid, vector, limit, 1.0 - threshold)
@@ -394,8 +410,7 @@ class MemoryStore:
             return await self._vector_search(uid, vector, pool_size, 2.0)
 
         async def keyword_side() -> list[tuple[Any, ...]]:
-            async with self._conn("search", read=True, user=uid) as conn:
-                return await self._keyword_rows(conn, uid, text, vector, pool_size)
+            return await self._keyword_rows(uid, text, vector, pool_size)
 
         # two connections at once: the two candidate queries run in parallel on the server
         vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
@@ -435,11 +450,13 @@ class MemoryStore:
         )
 
     async def _keyword_rows(
-        self, conn: AsyncConnection[Any], uid: str, text: str, vector: Vector, limit: int
+        self, uid: str, text: str, vector: Vector, limit: int
     ) -> list[tuple[Any, ...]]:
-        return await keyword_rows(
-            conn, user_id=uid, keywords=keywords_from_text(text), vector=vector, limit=limit
-        )
+        # recall.search_keyword sets the row-level security key itself: no transaction
+        async with self._conn("search", read=True) as conn:
+            return await keyword_rows(
+                conn, user_id=uid, keywords=keywords_from_text(text), vector=vector, limit=limit
+            )
 
     async def keyword_search(
         self,
@@ -470,7 +487,7 @@ class MemoryStore:
         if not isinstance(keywords, str):
             raise InvalidInputError(f"keywords must be a string, not {type(keywords).__name__}")
         limit = _check_limit(limit)
-        async with self._conn("keyword_search", read=True, user=uid) as conn:
+        async with self._conn("keyword_search", read=True) as conn:  # one call, scoped inside
             rows = await keyword_rows(
                 conn,
                 user_id=uid,

@@ -83,9 +83,7 @@ async def _function_query(store: MemoryStore, function: str) -> bytes:
         row = await cur.fetchone()
     assert row is not None
     body = str(row[0]).split("RETURN QUERY", 1)[1].split(";", 1)[0]
-    for arg in ("user_id", "query", "max_distance", "limit"):
-        body = re.sub(rf"\bp_{arg}\b", f"%({arg})s", body)
-    return body.encode()
+    return re.sub(r"\bp_(\w+)\b", r"%(\1)s", body).encode()
 
 
 async def test_every_search_plan_reads_one_user(plan_store: MemoryStore) -> None:
@@ -93,20 +91,21 @@ async def test_every_search_plan_reads_one_user(plan_store: MemoryStore) -> None
     kw = keywords_from_text("apples and pears")
     common = {"user_id": USER, "query": vector, "limit": 3, "max_distance": 1.0,
               "candidates": 100}  # fmt: skip
+    keyword = {"user_id": USER, "tsquery": kw.tsquery, "words": kw.words, "query": vector,
+               "limit": 3, "conversation_id": None}  # fmt: skip
     cases = {
-        "search_keyword": {"user_id": USER, "tsquery": kw.tsquery, "words": kw.words,
-                           "query": vector, "limit": 3, "conversation_id": None},
         "recent": {"user_id": USER, "limit": 5},
         "user_plan": {"user_id": USER},
     }  # fmt: skip
     for name, params in cases.items():
         _assert_one_user(await _explain(plan_store, name, params))
-    # search_exact calls a function (one round trip); its statement is checked the same way
-    body = await _function_query(plan_store, "search_exact")
-    async with plan_store.connection(all_users=True) as conn:
-        cur = await conn.execute(b"EXPLAIN (FORMAT JSON) " + body, common, prepare=False)
-        plan_rows = await cur.fetchall()
-    _assert_one_user([[json.loads(r[0]) if isinstance(r[0], str) else r[0]] for r in plan_rows])
+    # the two searches are functions (one round trip); their statements are checked the same way
+    for function, params in (("search_exact", common), ("search_keyword", keyword)):
+        body = await _function_query(plan_store, function)
+        async with plan_store.connection(all_users=True) as conn:
+            cur = await conn.execute(b"EXPLAIN (FORMAT JSON) " + body, params, prepare=False)
+            plan_rows = await cur.fetchall()
+        _assert_one_user([[json.loads(r[0]) if isinstance(r[0], str) else r[0]] for r in plan_rows])
     # the large user's indexed plan uses its own partial index
     assert await plan_store.optimize() == [USER, "someone-else"] or True
     touched = _assert_one_user(await _explain(plan_store, "search_indexed", common))
@@ -137,12 +136,19 @@ async def test_the_one_call_search_matches_the_scoped_one_and_keeps_the_callers_
     assert other in plan_store._plans  # the next search takes the one-call path
     again = await plan_store.search(other, "q", similarity_threshold=0.0, query_vector=vector)
     assert [m.id for m in again] == [m.id for m in first] and len(first) == 3
+    kw = keywords_from_text("apples")
     async with plan_store.connection(USER) as conn:
         cur = await conn.execute(
             query("search_exact"),
             {"user_id": other, "query": vector, "max_distance": 2.0, "limit": 3},
         )
         assert [str(r[0]) for r in await cur.fetchall()] == [m.id for m in first]
+        cur = await conn.execute(
+            query("search_keyword"),
+            {"user_id": other, "tsquery": kw.tsquery, "words": kw.words, "query": None,
+             "limit": 3, "conversation_id": None},
+        )  # fmt: skip
+        assert len(await cur.fetchall()) == 3  # the other user's rows, by its own key
         cur = await conn.execute(b"SELECT current_setting('recall.user_id', true)")
         assert await cur.fetchone() == (USER,)  # the caller's scope is back
         cur = await conn.execute(b"SELECT count(DISTINCT user_id) FROM recall.memories")

@@ -209,3 +209,24 @@ async def test_stats_count_users_and_memories(store: MemoryStore, user: str) -> 
     await store.add_turn(user, "counted memory", "ok")
     stats = await store.stats()
     assert stats["memories"] >= 1 and stats["users"] >= 1 and stats["bytes"] > 0
+
+
+async def test_a_write_keeps_the_users_plan_until_the_index_threshold(
+    store: MemoryStore, user: str
+) -> None:
+    await store.add_turn(user, "first fact about pears", "ok")
+    await store.search(user, "pears", similarity_threshold=0.0)
+    assert store._plans[user] == (1, None)
+    await store.add_turn(user, "second fact about pears", "ok")
+    await store.add_turn(user, "second fact about pears", "ok")  # a duplicate adds nothing
+    assert store._plans[user] == (2, None)  # the next search is still one call
+    assert len(await store.search(user, "pears", similarity_threshold=0.0)) == 2
+    async with MemoryStore.connect(
+        store.settings.replace(user_index_threshold=3), embeddings=store.embedder.embeddings
+    ) as small:
+        await small.search(user, "pears", similarity_threshold=0.0)
+        assert small._plans[user] == (2, None)
+        await small.add_turns(
+            [{"user_id": user, "user_message": "third fact about pears", "ai_response": "ok"}]
+        )
+        assert user not in small._plans  # over the threshold: re-read, and the build scheduled
