@@ -6,12 +6,15 @@
 -- the winners only. SECURITY INVOKER (the default): the caller's row-level security applies.
 -- The previous key is put back, so a caller's own transaction keeps its scope.
 
-CREATE FUNCTION recall.search_exact(
-    p_user_id text, p_query vector, p_max_distance float8, p_limit integer
-) RETURNS TABLE (
+-- One row of a search result, the shape the store reads (recall.retrieval.row_memory).
+CREATE TYPE recall.search_hit AS (
     id uuid, conversation_id text, user_message text, ai_response text,
     created_at timestamptz, metadata jsonb, kind text, distance float8, bm25 float8
-) LANGUAGE plpgsql AS $$
+);
+
+CREATE FUNCTION recall.search_exact(
+    p_user_id text, p_query vector, p_max_distance float8, p_limit integer
+) RETURNS SETOF recall.search_hit LANGUAGE plpgsql AS $$
 DECLARE
     previous text := current_setting('recall.user_id', true);
 BEGIN
@@ -46,11 +49,7 @@ $$;
 CREATE FUNCTION recall.search_keyword(
     p_user_id text, p_tsquery text, p_words text[], p_query vector, p_limit integer,
     p_conversation_id text
-) RETURNS TABLE (
-    id uuid, conversation_id text, user_message text, ai_response text,
-    created_at timestamptz, metadata jsonb, kind text, distance float8, bm25 float8
-) LANGUAGE plpgsql AS $$
-#variable_conflict use_column
+) RETURNS SETOF recall.search_hit LANGUAGE plpgsql AS $$
 DECLARE
     previous text := current_setting('recall.user_id', true);
 BEGIN
