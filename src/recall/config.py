@@ -11,9 +11,11 @@ from typing import Any, TypeVar
 
 from recall.errors import ConfigError
 
-__all__ = ["DEFAULT_EMBEDDING_MODEL", "Settings"]
+__all__ = ["DEFAULT_EMBEDDING_MODEL", "DEFAULT_MODEL_CACHE_DIR", "EMBEDDING_BACKENDS", "Settings"]
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+EMBEDDING_BACKENDS = ("onnx", "torch")  # how the default model runs (recall.embeddings)
+DEFAULT_MODEL_CACHE_DIR = Path(".recall/models")  # where its exported ONNX graph is kept
 
 T = TypeVar("T")
 
@@ -65,7 +67,7 @@ class Settings:
     queue_path: Path = field(default_factory=lambda: Path(".recall/outbox.sqlite3"))
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_backend: str = "onnx"
-    model_cache_dir: Path = field(default_factory=lambda: Path(".recall/models"))
+    model_cache_dir: Path = DEFAULT_MODEL_CACHE_DIR
     max_memories: int = 3
     similarity_threshold: float = 0.5
     search_timeout_ms: int = 5000
@@ -134,7 +136,7 @@ class Settings:
             ("embedding_model", bool(self.embedding_model), "must not be empty"),
             (
                 "embedding_backend",
-                self.embedding_backend in ("onnx", "torch"),
+                self.embedding_backend in EMBEDDING_BACKENDS,
                 "must be onnx or torch",
             ),
         ]

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +21,12 @@ import structlog
 from cachetools import TTLCache
 from langchain_core.embeddings import Embeddings
 
-from recall.config import DEFAULT_EMBEDDING_MODEL, Settings
+from recall.config import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_MODEL_CACHE_DIR,
+    EMBEDDING_BACKENDS,
+    Settings,
+)
 from recall.errors import ConfigError, EmbeddingError
 
 __all__ = [
@@ -55,9 +60,16 @@ def _sha256(path: Path) -> str:
 
 
 EmbeddingBackend = Literal["onnx", "torch"]
-EMBEDDING_BACKENDS: tuple[EmbeddingBackend, ...] = ("onnx", "torch")
-DEFAULT_MODEL_CACHE_DIR = Path(".recall/models")
 _MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
+
+
+def _check_backend(backend: str) -> EmbeddingBackend:
+    if backend in EMBEDDING_BACKENDS:
+        return cast(EmbeddingBackend, backend)
+    raise ConfigError(
+        f"RECALL_EMBEDDING_BACKEND={backend!r} is invalid: must be "
+        f"{' or '.join(EMBEDDING_BACKENDS)}"
+    )
 
 
 class MiniLMEmbeddings(Embeddings):
@@ -92,14 +104,10 @@ class MiniLMEmbeddings(Embeddings):
         backend: EmbeddingBackend = "onnx",
         cache_dir: Path | None = None,
     ) -> None:
-        if backend not in EMBEDDING_BACKENDS:
-            raise ConfigError(
-                f"RECALL_EMBEDDING_BACKEND={backend!r} is invalid: must be onnx or torch"
-            )
         self._model_dir = model_dir
         self._verify = verify
         self._batch_size = batch_size
-        self._backend: EmbeddingBackend = backend
+        self._backend = _check_backend(backend)
         self._cache_dir = cache_dir or DEFAULT_MODEL_CACHE_DIR
         self._model: Any = None
         self._lock = threading.Lock()
@@ -214,11 +222,7 @@ def load_embeddings(
         ConfigError: the spec is not the default model and cannot be resolved.
     """
     if spec in (DEFAULT_EMBEDDING_MODEL, f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}"):
-        if backend not in EMBEDDING_BACKENDS:
-            raise ConfigError(
-                f"RECALL_EMBEDDING_BACKEND={backend!r} is invalid: must be onnx or torch"
-            )
-        return MiniLMEmbeddings(backend=backend, cache_dir=cache_dir)
+        return MiniLMEmbeddings(backend=_check_backend(backend), cache_dir=cache_dir)
     if ":" not in spec:
         raise ConfigError(
             f"RECALL_EMBEDDING_MODEL={spec!r} is invalid: use {DEFAULT_EMBEDDING_MODEL!r} or "

