@@ -1,10 +1,19 @@
--- The per-user searches (exact vector, and BM25 keyword) as one function call each: it sets the row-level security key
--- (recall.user_id) and runs the search in the same statement, so a search is one round trip
--- instead of four (BEGIN, set the key, search, COMMIT). Measured in docs/decisions/0007.
--- The query is the exact plan of decision 0001: a MATERIALIZED scan of this user's rows
--- (btree on user_id) scores every one, so no index can drop a result; texts are fetched for
--- the winners only. SECURITY INVOKER (the default): the caller's row-level security applies.
--- The previous key is put back, so a caller's own transaction keeps its scope.
+-- The per-user searches (exact vector, and BM25 keyword) as one function call each: each sets
+-- the row-level security key (recall.user_id) and runs its search in the same statement, so a
+-- search is one round trip instead of four (BEGIN, set the key, search, COMMIT). Measured in
+-- docs/decisions/0007. SECURITY INVOKER (the default): the caller's row-level security
+-- applies. The previous key is put back, so a caller's own transaction keeps its scope.
+
+-- Set the row-level security key for the rest of this transaction; return the one it replaces.
+-- (set_config treats NULL as the empty key, which matches no row.)
+CREATE FUNCTION recall.swap_user_key(p_user_id text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    previous text := current_setting('recall.user_id', true);
+BEGIN
+    PERFORM set_config('recall.user_id', coalesce(p_user_id, ''), true);
+    RETURN previous;
+END;
+$$;
 
 -- One row of a search result, the shape the store reads (recall.retrieval.row_memory).
 CREATE TYPE recall.search_hit AS (
@@ -12,13 +21,14 @@ CREATE TYPE recall.search_hit AS (
     created_at timestamptz, metadata jsonb, kind text, distance float8, bm25 float8
 );
 
+-- The exact plan of decision 0001: a MATERIALIZED scan of this user's rows (btree on user_id)
+-- scores every one, so no index can drop a result; texts are fetched for the winners only.
 CREATE FUNCTION recall.search_exact(
     p_user_id text, p_query vector, p_max_distance float8, p_limit integer
 ) RETURNS SETOF recall.search_hit LANGUAGE plpgsql AS $$
 DECLARE
-    previous text := current_setting('recall.user_id', true);
+    previous text := recall.swap_user_key(p_user_id);
 BEGIN
-    PERFORM set_config('recall.user_id', p_user_id, true);
     RETURN QUERY
     WITH scored AS MATERIALIZED (
         SELECT s.id, s.embedding <=> p_query AS distance
@@ -35,7 +45,7 @@ BEGIN
     FROM best
     JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = best.id
     ORDER BY best.distance, best.id;
-    PERFORM set_config('recall.user_id', coalesce(previous, ''), true);
+    PERFORM recall.swap_user_key(previous);
 END;
 $$;
 
@@ -51,9 +61,8 @@ CREATE FUNCTION recall.search_keyword(
     p_conversation_id text
 ) RETURNS SETOF recall.search_hit LANGUAGE plpgsql AS $$
 DECLARE
-    previous text := current_setting('recall.user_id', true);
+    previous text := recall.swap_user_key(p_user_id);
 BEGIN
-    PERFORM set_config('recall.user_id', p_user_id, true);
     RETURN QUERY
     WITH q AS MATERIALIZED (
         SELECT to_tsquery('english', p_tsquery) AS query,
@@ -98,13 +107,14 @@ BEGIN
     FROM scored AS s
     JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = s.id
     ORDER BY s.bm25 DESC, s.id;
-    PERFORM set_config('recall.user_id', coalesce(previous, ''), true);
+    PERFORM recall.swap_user_key(previous);
 END;
 $$;
 
 DO $$
 BEGIN
     IF to_regrole('recall_app') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION recall.swap_user_key(text) TO recall_app;
         GRANT EXECUTE ON FUNCTION recall.search_exact(text, vector, float8, integer)
             TO recall_app;
         GRANT EXECUTE ON FUNCTION
