@@ -90,11 +90,7 @@ def pct(values: list[float]) -> tuple[str, str, str]:
     return tuple(f"{np.percentile(values, p):.2f}" for p in (50, 95, 99))  # type: ignore[return-value]
 
 
-async def timed(
-    calls: list[Callable[[], Awaitable[Any]]], warmup: int = 50
-) -> tuple[list[float], list[Any]]:
-    for call in calls[:warmup]:
-        await call()
+async def timed(calls: list[Callable[[], Awaitable[Any]]]) -> tuple[list[float], list[Any]]:
     times, results = [], []
     for call in calls:
         t0 = time.perf_counter()
@@ -108,8 +104,8 @@ async def timed_warm(
 ) -> tuple[list[float], list[float], list[Any]]:
     """Each call twice: the first pass (the first touch of each user's pages) warms the
     caches and is reported apart; the second pass is the measurement."""
-    first, _ = await timed(calls, warmup=0)
-    warm, results = await timed(calls, warmup=0)
+    first, _ = await timed(calls)
+    warm, results = await timed(calls)
     return first, warm, results
 
 
@@ -249,7 +245,7 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
             return lambda: store.add_turn("writer", f"fact {i} about {TOPICS[i % 15]}", "noted")
 
         write_calls = [write_call(i) for i in range(300)]
-        write_times, _ = await timed(write_calls, warmup=0)  # the model is warm; no re-writes
+        write_times, _ = await timed(write_calls)  # the model is warm; no re-writes
         batch = [
             {
                 "user_id": "bulk-embed",
