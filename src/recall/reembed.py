@@ -87,7 +87,8 @@ async def reembed(
         return done
     await conn.execute(
         sql.SQL(
-            "ALTER TABLE recall.memories ADD COLUMN IF NOT EXISTS embedding_next vector({})"
+            "ALTER TABLE recall.memories ADD COLUMN IF NOT EXISTS embedding_next vector({}),"
+            " ALTER COLUMN embedding_next SET STORAGE MAIN"  # vectors in the row (0006)
         ).format(sql.Literal(dims))
     )
     done = await _fill(

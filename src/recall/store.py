@@ -10,6 +10,7 @@ from collections.abc import (
     Callable,
     Generator,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -43,6 +44,22 @@ from recall.userindex import build_user_index, drop_user_index, index_name
 __all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
 
 log = structlog.stdlib.get_logger(__name__)
+
+# a batch this large is checked in a worker thread (see MemoryStore._prepare_batch)
+_THREAD_BATCH = 256
+
+
+def _chunks(items: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
+    """`items` in lists of `size` (the last may be shorter), consumed lazily."""
+    chunk: list[Mapping[str, Any]] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
 
 MAX_LIMIT = 1000
 _MODES = ("semantic", "keyword", "hybrid")
@@ -267,6 +284,8 @@ class MemoryStore:
         Each batch is embedded in model batches and written with one binary COPY in one
         transaction, so a batch is stored whole or not at all, and re-running an import stores
         nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats).
+        The next batch is checked (and embedded) while the server writes the one before it;
+        batches are still stored in order.
 
         Args:
             turns: the turns; consumed lazily, batch by batch.
@@ -279,24 +298,51 @@ class MemoryStore:
             EmbeddingError, StoreError: as in `add_turn`, for the failing batch.
         """
         ids: list[str] = []
-        batch: list[Mapping[str, Any]] = []
-        for item in turns:
-            batch.append(item)
-            if len(batch) >= batch_size:
-                ids.extend(await self._import_batch(batch, offset=len(ids)))
-                batch = []
-                if on_batch is not None and (res := on_batch(len(ids))) is not None:
-                    await res
-        if batch:
-            ids.extend(await self._import_batch(batch, offset=len(ids)))
+        writing: asyncio.Task[list[str]] | None = None
+
+        async def settle() -> None:  # wait for the batch in flight; report it stored
+            nonlocal writing
+            if writing is None:
+                return
+            task, writing = writing, None
+            ids.extend(await task)
             if on_batch is not None and (res := on_batch(len(ids))) is not None:
                 await res
+
+        seen = 0
+        for chunk in _chunks(turns, batch_size):
+            try:
+                prepared = await self._prepare_batch(chunk, offset=seen)
+            except BaseException:
+                await settle()  # the batch before this one still lands (or reports its error)
+                raise
+            seen += len(chunk)
+            await settle()
+            writing = asyncio.create_task(self._write_batch(*prepared))
+        await settle()
         return ids
 
-    async def _import_batch(self, items: list[Mapping[str, Any]], *, offset: int) -> list[str]:
+    async def _prepare_batch(
+        self, items: list[Mapping[str, Any]], *, offset: int
+    ) -> tuple[list[Turn], list[Vector]]:
+        """Check a batch's turns and vectors, and embed the turns that came without one."""
+        if len(items) >= _THREAD_BATCH:  # CPU work off the event loop, so a write can go on
+            turns, vectors = await asyncio.to_thread(self._check_batch, items, offset)
+        else:
+            turns, vectors = self._check_batch(items, offset)
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        if missing:
+            computed = await self.embedder.embed_documents([turns[i].text for i in missing])
+            for i, vec in zip(missing, computed, strict=True):
+                vectors[i] = vec
+        return turns, [v for v in vectors if v is not None]
+
+    def _check_batch(
+        self, items: list[Mapping[str, Any]], offset: int
+    ) -> tuple[list[Turn], list[Vector | None]]:
         known = {"user_id", "user_message", "ai_response", "conversation_id", "created_at"}
         turns: list[Turn] = []
-        given: list[Any] = []
+        vectors: list[Vector | None] = []
         for pos, item in enumerate(items, start=offset):
             if not isinstance(item, Mapping):
                 raise InvalidInputError(f"turn #{pos} must be a mapping, not {type(item).__name__}")
@@ -310,18 +356,13 @@ class MemoryStore:
                 )
             except InvalidInputError as exc:
                 raise InvalidInputError(f"turn #{pos}: {exc}") from exc
-            given.append(item.get("embedding"))
-        vectors: list[Vector | None] = [
-            None if g is None else self.embedder.check_vector(g) for g in given
-        ]
-        missing = [i for i, v in enumerate(vectors) if v is None]
-        if missing:
-            computed = await self.embedder.embed_documents([turns[i].text for i in missing])
-            for i, vec in zip(missing, computed, strict=True):
-                vectors[i] = vec
-        ready = [v for v in vectors if v is not None]
+            given = item.get("embedding")
+            vectors.append(None if given is None else self.embedder.check_vector(given))
+        return turns, vectors
+
+    async def _write_batch(self, turns: list[Turn], vectors: list[Vector]) -> list[str]:
         async with self._conn("add_turns", all_users=True) as conn:
-            ids = await copy_turns(conn, turns, ready, self.embedder.name)
+            ids = await copy_turns(conn, turns, vectors, self.embedder.name)
         for user_id, count in Counter(t.user_id for t in turns).items():
             self._note_added(user_id, count)
         return ids

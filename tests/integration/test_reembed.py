@@ -8,6 +8,7 @@ from recall.reembed import reembed
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
+from tests.integration.test_vector_storage import embedding_storage
 
 
 class Renamed(FakeEmbeddings):
@@ -37,6 +38,8 @@ async def test_reembed_to_another_dimension_keeps_every_memory(databases: Databa
     await register_vector_async(conn)
     try:
         assert await reembed(conn, Embedder(FakeEmbeddings(32)), batch=64) == 200
+        # the new column keeps vectors in the row, as the old one did (migration 0006)
+        assert await embedding_storage(conn) == "m"
     finally:
         await conn.close()
 

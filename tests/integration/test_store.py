@@ -128,6 +128,26 @@ async def test_bulk_import_reports_the_bad_row_and_keeps_earlier_batches(
     assert len(await store.recent(user, 100)) == 2  # the first batch; nothing of the bad one
 
 
+async def test_bulk_import_reports_batches_in_order_while_the_next_is_prepared(
+    store: MemoryStore, user: str
+) -> None:
+    # batches of 300 are checked in a worker thread while the one before is written
+    turns = [
+        {"user_id": user, "user_message": f"turn {i}", "ai_response": "ok"} for i in range(700)
+    ]
+    stored: list[int] = []
+    counts: list[int] = []
+
+    async def on_batch(n: int) -> None:
+        counts.append(n)
+        stored.append(len(await store.recent(user, 1000)))
+
+    ids = await store.add_turns(turns, batch_size=300, on_batch=on_batch)
+    assert counts == [300, 600, 700]
+    assert stored == [300, 600, 700]  # each report comes after its batch is committed
+    assert [m.id for m in await store.recent(user, 1000)] == ids[::-1]
+
+
 async def test_precomputed_embeddings_are_used_and_checked(store: MemoryStore, user: str) -> None:
     vector = [0.0] * 64
     vector[5] = 1.0

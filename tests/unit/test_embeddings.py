@@ -89,6 +89,22 @@ async def test_documents_are_batched() -> None:
     assert len(out) == 10
 
 
+async def test_documents_are_batched_by_length_and_returned_in_order() -> None:
+    batches: list[list[str]] = []
+
+    class Recording(FakeEmbeddings):
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            batches.append(texts)
+            return self.embed_documents(texts)
+
+    texts = ["a " * n + f"w{n}" for n in (9, 1, 7, 3, 8, 2)]
+    out = await Embedder(Recording(), batch_size=2).embed_documents(texts)
+    # each batch holds texts of neighbouring lengths (less padding for a transformer)
+    assert [[len(t) for t in b] for b in batches] == [[4, 6], [8, 16], [18, 20]]
+    expected = np.array(FakeEmbeddings().embed_documents(texts), dtype=np.float32)
+    assert np.array_equal(np.stack(out), expected)  # in the given order
+
+
 def test_model_names() -> None:
     assert embedding_model_name(FakeEmbeddings(8)) == "fake-hash-8"
     assert embedding_model_name(MiniLMEmbeddings()) == "all-MiniLM-L6-v2"

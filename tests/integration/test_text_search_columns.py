@@ -1,0 +1,95 @@
+"""`fts` and `doc_len` are kept by a trigger since migration 0007 (one parse of the body per
+write): they must hold exactly what the generated columns of 0002/0003 computed."""
+
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from recall.db import connect_once
+from recall.store import MemoryStore
+
+# the generated expressions of migrations 0002 and 0003, verbatim
+GENERATED_FTS = """
+    setweight(to_tsvector('english'::regconfig, coalesce(metadata ->> 'title', '')), 'A')
+    || setweight(
+        to_tsvector(
+            'english'::regconfig,
+            coalesce(metadata ->> 'entities_text', '') || ' '
+            || coalesce(metadata ->> 'key_phrases_text', '')
+        ),
+        'B'
+    )
+    || to_tsvector('english'::regconfig, user_message || ' ' || ai_response)
+"""
+GENERATED_DOC_LEN = (
+    "recall.tsvector_tokens(to_tsvector('english'::regconfig, user_message || ' ' || ai_response))"
+)
+
+
+async def mismatches(conn: AsyncConnection[Any], user: str) -> tuple[int, int]:
+    """(rows of `user`, rows whose fts or doc_len differ from the generated expressions)."""
+    cur = await conn.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE fts IS DISTINCT FROM ({GENERATED_FTS})"  # noqa: S608
+        f" OR doc_len IS DISTINCT FROM {GENERATED_DOC_LEN})"
+        " FROM recall.memories WHERE user_id = %s",
+        (user,),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+async def test_the_trigger_computes_what_the_generated_columns_did(
+    store: MemoryStore, database_url: str, user: str
+) -> None:
+    await store.add_turn(user, "I adopted a greyhound called Pixel", "Lovely! How old is Pixel?")
+    await store.add_turns(
+        {
+            "user_id": user,
+            "user_message": f"Running {i} km along the river before work, {i} times a week",
+            "ai_response": "That is a good habit; the river path is flat and quiet.",
+            "metadata": {"title": f"run {i}", "entities_text": "river", "key_phrases_text": "km"},
+        }
+        for i in range(300)
+    )
+    conn = await connect_once(database_url)
+    try:
+        assert await mismatches(conn, user) == (301, 0)
+        cur = await conn.execute(
+            "SELECT count(*) FROM recall.memories"
+            " WHERE user_id = %s AND fts @@ to_tsquery('english', 'greyhound') AND doc_len > 0",
+            (user,),
+        )
+        assert await cur.fetchone() == (1,)
+    finally:
+        await conn.close()
+
+
+async def test_updates_recompute_them_and_they_cannot_be_set_by_hand(
+    store: MemoryStore, database_url: str, user: str
+) -> None:
+    memory = await store.add_turn(user, "We talked about sourdough", "Starter needs feeding")
+    conn = await connect_once(database_url)
+    try:
+        await conn.execute(
+            "UPDATE recall.memories SET metadata = %s, user_message = 'We baked rye bread'"
+            " WHERE user_id = %s AND id = %s",
+            (Jsonb({"title": "baking"}), user, memory.id),
+        )
+        await conn.execute(
+            "UPDATE recall.memories SET fts = to_tsvector('english', 'tampered'), doc_len = 999"
+            " WHERE user_id = %s",
+            (user,),
+        )
+        await conn.commit()
+        assert await mismatches(conn, user) == (1, 0)
+        cur = await conn.execute(
+            "SELECT fts @@ to_tsquery('english', 'rye & baking'),"
+            " fts @@ to_tsquery('english', 'sourdough | tampered') FROM recall.memories"
+            " WHERE user_id = %s",
+            (user,),
+        )
+        assert await cur.fetchone() == (True, False)
+    finally:
+        await conn.close()
