@@ -26,17 +26,5 @@ BEGIN
 END
 $$;
 
--- SET STORAGE applies to rows written from now on: rewrite the vectors already out of line.
--- Assigning the same value would keep its TOAST pointer; the cast builds a new value, which
--- is stored the new way. PostgreSQL 17+ can tell which vectors are out of line; on 15 and 16
--- every row is rewritten once. The stored generated columns are recomputed to the same values.
-DO $$
-BEGIN
-    IF current_setting('server_version_num')::integer >= 170000 THEN
-        UPDATE recall.memories SET embedding = embedding::real[]::vector
-        WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL;
-    ELSE
-        UPDATE recall.memories SET embedding = embedding::real[]::vector;
-    END IF;
-END
-$$;
+-- SET STORAGE applies to rows written from now on: migration 0007 rewrites the rows stored
+-- before, together with its own change of the same kind.

@@ -29,11 +29,11 @@ async def embedding_storage(conn: AsyncConnection[Any]) -> str:
     return str(row[0])
 
 
-async def out_of_line(conn: AsyncConnection[Any]) -> tuple[int, int]:
-    """(vectors stored in the TOAST table, all rows), read as the owner."""
+async def out_of_line(conn: AsyncConnection[Any], column: str = "embedding") -> tuple[int, int]:
+    """(values of `column` stored in the TOAST table, all rows), read as the owner."""
     cur = await conn.execute(
-        b"SELECT count(*) FILTER (WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL),"
-        b" count(*) FROM recall.memories"
+        f"SELECT count(*) FILTER (WHERE pg_column_toast_chunk_id({column}) IS NOT NULL),"  # noqa: S608
+        " count(*) FROM recall.memories"
     )
     row = await cur.fetchone()
     assert row is not None
@@ -63,11 +63,13 @@ async def test_a_long_memory_keeps_its_vector_in_the_row(databases: Databases) -
     try:
         assert await embedding_storage(conn) == "m"
         assert await out_of_line(conn) == (0, 20)
+        assert await out_of_line(conn, "fts") == (0, 20)  # the keyword search reads it too
+        assert (await out_of_line(conn, "ai_response"))[0] > 0  # the texts went out instead
     finally:
         await conn.close()
 
 
-async def test_migration_0006_moves_stored_vectors_into_their_rows(databases: Databases) -> None:
+async def test_upgrades_move_stored_vectors_into_their_rows(databases: Databases) -> None:
     url = await databases.create()
     rng = random.Random(7)
     before_0006 = [m for m in load_migrations() if m.version < 6]
@@ -97,6 +99,7 @@ async def test_migration_0006_moves_stored_vectors_into_their_rows(databases: Da
 
         assert await embedding_storage(conn) == "m"
         assert await out_of_line(conn) == (0, 30)
+        assert await out_of_line(conn, "fts") == (0, 30)
         cur = await conn.execute(b"SELECT id, embedding, fts, doc_len FROM recall.memories")
         after = {r[0]: r[1:] for r in await cur.fetchall()}
         assert after.keys() == stored.keys()
