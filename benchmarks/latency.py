@@ -85,10 +85,8 @@ async def make_data(
     texts, vectors = {}, {}
     for user, size in users.items():
         start = int(rng.integers(len(pairs)))
-        texts[user] = [
-            (f"{pairs[(start + j) % len(pairs)][0]} ({j})", pairs[(start + j) % len(pairs)][1])
-            for j in range(size)
-        ]
+        picked = (pairs[(start + j) % len(pairs)] for j in range(size))
+        texts[user] = [(f"{said} ({j})", replied) for j, (said, replied) in enumerate(picked)]
         if not real:
             picks = centers[rng.integers(0, len(centers), size)]
             vectors[user] = unit(picks + 0.45 * rng.normal(size=(size, DIMS)) / np.sqrt(DIMS / 8))
@@ -269,12 +267,8 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
         write_calls = [write_call(i) for i in range(300)]
         write_times, _ = await timed(write_calls)  # the model is warm; no re-writes
         batch = [
-            {
-                "user_id": "bulk-embed",
-                "user_message": f"{pairs[i % len(pairs)][0]} ({i})",
-                "ai_response": pairs[i % len(pairs)][1],
-            }
-            for i in range(2000)
+            {"user_id": "bulk-embed", "user_message": f"{said} ({i})", "ai_response": replied}
+            for i, (said, replied) in enumerate(pairs[k % len(pairs)] for k in range(2000))
         ]
         t0 = time.perf_counter()
         await store.add_turns(batch, batch_size=1000)
