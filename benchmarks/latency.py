@@ -34,6 +34,7 @@ from locomo import load as load_locomo
 
 from recall.config import Settings
 from recall.db import connect_once
+from recall.logs import configure_logging
 from recall.nodes import create_retrieve_memories_node
 from recall.store import MemoryStore
 
@@ -338,6 +339,7 @@ async def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--data", type=Path, default=LOCOMO, help="LoCoMo JSON (the texts)")
     args = parser.parse_args()
+    configure_logging()  # as deployed: INFO and up, JSON lines on stderr (no debug events)
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     for n in sizes:

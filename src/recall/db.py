@@ -18,6 +18,7 @@ from recall.config import Settings
 from recall.embedded import EmbeddedServer
 from recall.errors import ExtensionMissingError, StoreError
 from recall.rls import use_app_role
+from recall.sql import query
 
 __all__ = ["Database", "RecentUseCheck", "connect_once", "locate_database", "open_pool"]
 
@@ -65,6 +66,9 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
             "the 'vector' type is missing in this database: run `recall migrate` (or ask a "
             "superuser to run CREATE EXTENSION vector)"
         ) from exc
+    # the first full-text parse of a connection loads the dictionaries (~7 ms): here, not in
+    # the first write or keyword search that the connection serves
+    await conn.execute(query("warm_text_search"))
     if not await use_app_role(conn):
         log.warning(
             "db.rls.not_enforced",

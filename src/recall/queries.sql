@@ -58,9 +58,13 @@ VALUES (
 ON CONFLICT (user_id, content_hash) DO NOTHING
 RETURNING id, created_at;
 
--- name: memory_by_hash
-SELECT id, created_at FROM recall.memories
-WHERE user_id = %(user_id)s AND content_hash = %(content_hash)s;
+-- name: add_memory
+-- One turn in one call (migration 0009): sets the row-level security key itself, inserts unless
+-- the user has the same content hash already, and returns the stored turn either way.
+SELECT memory_id, memory_created_at, inserted FROM recall.add_memory(
+    %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s, %(created_at)s,
+    %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s
+);
 
 -- name: create_import_table
 CREATE TEMP TABLE recall_import (
@@ -327,6 +331,11 @@ SELECT set_config('recall.user_id', %(user_id)s, true);
 -- name: set_all_users
 -- Ingestion of many users at once and operator statistics: every row, for this transaction.
 SELECT set_config('recall.all_users', 'on', true);
+
+-- name: warm_text_search
+-- A new connection loads the English stemmer and stop words at its first full-text parse,
+-- about 7 ms; the pool does it before lending the connection (recall.db).
+SELECT to_tsvector('english', 'recall warms up its text search');
 
 -- name: can_use_app_role
 SELECT to_regrole('recall_app') IS NOT NULL

@@ -251,15 +251,14 @@ class MemoryStore:
             "embedding_model": self.embedder.name,
             "kind": turn.kind,
         }
-        async with self._conn("add_turn", user=turn.user_id) as conn:
-            cur = await conn.execute(query("insert_memory"), params)
+        # recall.add_memory sets the row-level security key itself (migration 0009): one
+        # round trip, one transaction
+        async with self._conn("add_turn") as conn:
+            cur = await conn.execute(query("add_memory"), params)
             row = await cur.fetchone()
-            inserted = row is not None
-            if row is None:
-                cur = await conn.execute(query("memory_by_hash"), params)
-                row = await cur.fetchone()
-        if row is None:  # deleted between the two statements: store it again next time
+        if row is None:  # deleted between its two statements: store it again next time
             raise StoreError("add_turn: the turn was deleted while it was being stored")
+        inserted = bool(row[2])
         self._note_added(turn.user_id, int(inserted))
         log.debug("memory.add.done", inserted=inserted)
         return Memory(

@@ -184,3 +184,18 @@ async def test_erasing_a_large_user_drops_their_index(corpus: Corpus) -> None:
     async with store.connection(all_users=True) as conn:
         cur = await conn.execute(query("index_is_valid"), {"index_name": index_name("erased-big")})
         assert await cur.fetchone() is None
+
+
+async def test_search_functions_plan_once_for_every_user(corpus: Corpus) -> None:
+    """Migration 0008: one generic plan, not a plan per call for each user's size. The
+    searches above (users of 20 to 4,000 rows on the same connections) stay exact with it."""
+    async with corpus.store.connection(all_users=True) as conn:
+        cur = await conn.execute(
+            b"SELECT proname, proconfig FROM pg_proc WHERE pronamespace = 'recall'::regnamespace"
+            b" AND proname IN ('search_exact', 'search_keyword') ORDER BY proname"
+        )
+        rows = await cur.fetchall()
+    assert rows == [
+        ("search_exact", ["plan_cache_mode=force_generic_plan"]),
+        ("search_keyword", ["plan_cache_mode=force_generic_plan"]),
+    ]

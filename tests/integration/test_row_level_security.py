@@ -54,3 +54,14 @@ async def test_writing_another_users_row_is_refused(store: MemoryStore, user: st
         cur = await conn.execute(b"DELETE FROM recall.memories WHERE id = %s", (memory.id,))
         assert cur.rowcount == 0
     assert (await store.recent(user + "-victim"))[0].user_message == "the victim's memory"
+
+
+async def test_the_policy_reads_the_key_once_per_query(store: MemoryStore, user: str) -> None:
+    """Migration 0008: the key is an InitPlan, read before the scan, not a call per row."""
+    await store.add_turn(user, "a memory to scan", "ok")
+    async with store.connection(user) as conn:
+        cur = await conn.execute(b"EXPLAIN (VERBOSE) SELECT id FROM recall.memories")
+        plan = "\n".join(r[0] for r in await cur.fetchall())
+    filters = [line for line in plan.splitlines() if "Filter:" in line]
+    assert "InitPlan" in plan
+    assert filters and not any("current_setting" in line for line in filters), plan

@@ -1,3 +1,4 @@
+import asyncio
 import hashlib
 from datetime import UTC, datetime
 
@@ -42,6 +43,22 @@ async def test_same_turn_twice_is_stored_once(store: MemoryStore, user: str) -> 
     assert first.id == again.id
     assert other_thread.id != first.id
     assert len(await store.recent(user, 10)) == 2
+
+
+async def test_the_same_turn_written_at_once_from_many_tasks_is_one_memory(
+    store: MemoryStore, user: str
+) -> None:
+    """recall.add_memory (migration 0009) under contention: every caller gets the one row, and
+    the user's count (kept by the insert trigger) counts it once."""
+    turns = [store.add_turn(user, "the same turn", "written eight times at once") for _ in range(8)]
+    stored = await asyncio.gather(*turns)
+    assert len({m.id for m in stored}) == 1
+    assert [m.id for m in await store.recent(user, 10)] == [stored[0].id]
+    async with store.connection(user) as conn:
+        cur = await conn.execute(
+            b"SELECT memory_count FROM recall.users WHERE user_id = %s", (user,)
+        )
+        assert await cur.fetchone() == (1,)
 
 
 async def test_search_respects_limit_threshold_and_order(store: MemoryStore, user: str) -> None:

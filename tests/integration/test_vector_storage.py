@@ -95,7 +95,8 @@ async def test_upgrades_move_stored_vectors_into_their_rows(databases: Databases
         stored = {r[0]: r[1:] for r in await cur.fetchall()}
         assert await out_of_line(conn) == (30, 30)  # the texts are long enough to push it out
 
-        assert await apply_migrations(conn) == [6, 7]  # 0007 keeps fts and doc_len as they are
+        # 0007 keeps fts and doc_len as they are (later migrations follow)
+        assert (await apply_migrations(conn))[:2] == [6, 7]
 
         assert await embedding_storage(conn) == "m"
         assert await out_of_line(conn) == (0, 30)
