@@ -55,6 +55,7 @@ bench: install
 	$(PY) benchmarks/latency.py
 	$(PY) benchmarks/locomo.py
 	$(PY) benchmarks/rls.py
+	$(PY) benchmarks/overheads.py
 	$(PY) benchmarks/embedding.py
 
 clean:
