@@ -5,7 +5,7 @@
 -- The policies of migration 0004 call current_setting() in each row's check: a lookup of the
 -- setting by name and a new text value, for every row a query reads. The exact search reads
 -- all of a user's rows (a thousand for a large typical user), so that was about 15% of its
--- time in the server. Wrapped in a scalar subquery, the setting is read once per query
+-- time per search. Wrapped in a scalar subquery, the setting is read once per query
 -- (PostgreSQL runs it as an InitPlan, before the scan) and each row pays only a text
 -- comparison. Same rows pass: the settings cannot change while one statement runs, because
 -- the key is set by statements of its own (recall.swap_user_key, scope()).
@@ -28,7 +28,7 @@ $$;
 -- index can drop a result, and the texts are fetched for the winners only. The scores now pass
 -- from the scan to the top-k sort through an `OFFSET 0` subquery, which keeps the distance
 -- computed once per row (a fence, as the MATERIALIZED CTE was) without first copying all of
--- the user's scores into a tuple store: 12% less time in the server for a 1,000-memory user.
+-- the user's scores into a tuple store: 12% less time per search of a 600-1,000-memory user.
 -- 3. The function also always runs its query with the generic plan (one plan for any user id):
 -- users' sizes are skewed, so PL/pgSQL's plan cache found a plan for the given user cheaper
 -- than the generic one and planned the query again on every call, about 0.2 ms, as long as
