@@ -59,17 +59,22 @@ def unit(rows: np.ndarray) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
+def typical_sizes(total: int, rng: np.random.Generator) -> list[int]:
+    """Sizes of typical users (10-1,000 memories, log-uniform) that add up to `total`."""
+    sizes: list[int] = []
+    while total > 0:
+        size = int(min(total, np.exp(rng.uniform(np.log(10), np.log(1000)))))
+        sizes.append(size)
+        total -= size
+    return sizes
+
+
 def skewed_users(n: int, rng: np.random.Generator) -> dict[str, int]:
     big = min(50_000, n // 4)
     n_big = max(1, (n // 4) // big)
     users = {f"large-{i}": big for i in range(n_big)}
-    left = n - big * n_big
-    i = 0
-    while left > 0:
-        size = int(min(left, np.exp(rng.uniform(np.log(10), np.log(1000)))))
-        users[f"user-{i}"] = size
-        left -= size
-        i += 1
+    sizes = typical_sizes(n - big * n_big, rng)
+    users.update({f"user-{i}": size for i, size in enumerate(sizes)})
     return users
 
 

@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, fresh_database, git_revision, machine, table, write_section
-from locomo import load as load_locomo
+from latency import LOCOMO, conversation_pairs, typical_sizes
 from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 
@@ -47,7 +47,6 @@ from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 
 DIMS = 384
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo_dev.json"
 MIGRATIONS = ROOT / "migrations"
 OLD_RULE = (
     "(user_id = current_setting('recall.user_id', true)"
@@ -67,6 +66,11 @@ VARIANTS = [
 ]
 
 
+async def set_policy(owner: Any, rule: str) -> None:
+    """Give recall.memories' policy `rule` (one of the two above) for reads and writes."""
+    await owner.execute(f"ALTER POLICY own_rows ON recall.memories USING {rule} WITH CHECK {rule}")
+
+
 def function_from(migration: str, new_name: str, *, drop_settings: bool = False) -> str:
     """recall.search_exact's definition in `migration`, under another name."""
     text = next(MIGRATIONS.glob(f"{migration}_*.sql")).read_text()
@@ -79,15 +83,6 @@ def function_from(migration: str, new_name: str, *, drop_settings: bool = False)
     if drop_settings:
         body = body.replace("SET plan_cache_mode = force_generic_plan\n", "")
     return body
-
-
-def skewed_sizes(total: int, rng: np.random.Generator) -> list[int]:
-    sizes: list[int] = []
-    while total > 0:
-        size = int(min(total, np.exp(rng.uniform(np.log(10), np.log(1000)))))
-        sizes.append(size)
-        total -= size
-    return sizes
 
 
 def pcts(values: list[float]) -> tuple[float, float]:
@@ -104,9 +99,9 @@ async def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     rng = np.random.default_rng(13)
-    pairs = [(t["user_message"], t["ai_response"]) for t in load_locomo(args.data).turns]
+    pairs = conversation_pairs(args.data)
     large = args.rows // 4
-    sizes = skewed_sizes(args.rows - large, rng)
+    sizes = typical_sizes(args.rows - large, rng)
     users = [f"user-{i}" for i in range(len(sizes))]  # the searched ones
     url = await fresh_database("recall_bench_overheads")
     settings = Settings(database_url=url)
@@ -139,9 +134,7 @@ async def main() -> None:
         }
         writes = await run_writes(app, pairs, args, rng)
     finally:
-        await owner.execute(
-            f"ALTER POLICY own_rows ON recall.memories USING {NEW_RULE} WITH CHECK {NEW_RULE}"
-        )
+        await set_policy(owner, NEW_RULE)
         await owner.close()
         await app.close()
     report(args, sizes, searches, writes)
@@ -177,9 +170,7 @@ async def search_rounds(
     results: dict[str, list[Any]] = {}
     for round_ in range(args.rounds + 1):  # the first round warms up and is not counted
         for label, rule, fn in VARIANTS:
-            await owner.execute(
-                f"ALTER POLICY own_rows ON recall.memories USING {rule} WITH CHECK {rule}"
-            )
+            await set_policy(owner, rule)
             sql = SEARCH.format(fn=fn).encode()
             found = []
             for params in queries:
