@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -20,11 +21,19 @@ _IMPORT_TYPES = [
 
 
 async def copy_turns(
-    conn: AsyncConnection[Any], turns: list[Turn], vectors: list[Vector], model_name: str
+    conn: AsyncConnection[Any],
+    turns: list[Turn],
+    vectors: list[Vector],
+    model_name: str,
+    *,
+    clock: datetime,
+    first: int,
 ) -> list[str]:
     """COPY the turns into a temporary table and merge them in one transaction.
 
     Rows already stored (same user and content hash, also within the batch) are skipped.
+    A turn without a date is dated `clock` plus `first` + its index in microseconds, so an
+    import keeps its order however its batches' commits interleave.
 
     Returns:
         The id of each turn, in order (the existing id for a turn stored before).
@@ -49,7 +58,7 @@ async def copy_turns(
                         turn.kind,
                     )
                 )
-        await conn.execute(query("merge_import"))
+        await conn.execute(query("merge_import"), {"clock": clock, "first": first})
         cur = await conn.execute(query("import_ids"))
         rows = await cur.fetchall()
     by_ordinal = {ordinal: str(mid) for ordinal, mid in rows}

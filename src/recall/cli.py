@@ -168,6 +168,9 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 def import_(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON lines file.")],
     batch_size: Annotated[int, typer.Option(min=1, help="Turns per transaction.")] = 1000,
+    writers: Annotated[
+        int, typer.Option(min=1, help="Batches written at once, each on its own connection.")
+    ] = 2,
 ) -> None:
     """Import turns from a JSON lines file (user_id, user_message, ai_response,
     conversation_id, created_at, metadata per line). Re-running it stores nothing twice."""
@@ -190,6 +193,7 @@ def import_(
                     _read_jsonl(file),
                     batch_size=batch_size,
                     on_batch=lambda n: progress.update(task, completed=n),
+                    writers=writers,
                 )
             indexed = await store.optimize()
             return len(ids), indexed

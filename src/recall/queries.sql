@@ -87,17 +87,25 @@ COPY recall_import (
     content_hash, embedding, embedding_model, kind
 ) FROM STDIN (FORMAT BINARY);
 
+-- name: import_clock
+-- The time an import starts: turns of the file that carry no date are dated from it, in order.
+SELECT clock_timestamp();
+
 -- name: merge_import
--- Rows already stored (same user and content hash) are skipped, also within one batch.
+-- Rows already stored (same user and content hash) are skipped, also within one batch (the
+-- first in the file is kept). A turn without a date gets the import's start plus its position
+-- in the file in microseconds: the file's order, whichever of two batches written at once
+-- commits first. Rows go in the unique key's order, the same for every batch, so two batches
+-- written at once never wait on each other in a cycle (no deadlock).
 INSERT INTO recall.memories (
     user_id, conversation_id, user_message, ai_response, created_at, metadata,
     content_hash, embedding, embedding_model, kind
 )
--- clock_timestamp() keeps the file's order for turns that carry no date
-SELECT user_id, conversation_id, user_message, ai_response, coalesce(created_at, clock_timestamp()),
+SELECT user_id, conversation_id, user_message, ai_response,
+       coalesce(created_at, %(clock)s::timestamptz + (%(first)s::bigint + ord) * interval '1 microsecond'),
        metadata, content_hash, embedding, embedding_model, kind
 FROM recall_import
-ORDER BY ord
+ORDER BY user_id, content_hash, ord
 ON CONFLICT (user_id, content_hash) DO NOTHING;
 
 -- name: import_ids

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -15,6 +15,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -277,49 +278,79 @@ class MemoryStore:
         *,
         batch_size: int = 1000,
         on_batch: Callable[[int], Awaitable[None] | None] | None = None,
+        writers: int = 2,
     ) -> list[str]:
         """Bulk-store turns (dicts with `add_turn`'s argument names); return their ids in order.
 
         Each batch is embedded in model batches and written with one binary COPY in one
         transaction, so a batch is stored whole or not at all, and re-running an import stores
         nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats).
-        The next batch is checked (and embedded) while the server writes the one before it;
-        batches are still stored in order.
+        The next batch is checked (and embedded) while the server writes the ones before it,
+        and up to `writers` batches are written at once, each on its own connection: the
+        server's work per batch (indexes, full-text parse) then runs on several cores. Turns
+        without a date are dated in the file's order whatever order the batches commit in,
+        and `on_batch` reports batches in the file's order.
 
         Args:
             turns: the turns; consumed lazily, batch by batch.
             batch_size: turns per transaction.
-            on_batch: called with the number of turns stored after each batch.
+            on_batch: called with the number of turns stored (counted in the file's order)
+                after each batch.
+            writers: batches written at once (1 writes one after the other).
 
         Raises:
-            InvalidInputError: a turn is unusable; the message gives its position. Batches
-                before it are stored, nothing of its batch is.
-            EmbeddingError, StoreError: as in `add_turn`, for the failing batch.
+            InvalidInputError: a turn is unusable (or `batch_size`/`writers` < 1); the message
+                gives its position. Batches before it are stored, nothing of its batch is.
+            EmbeddingError, StoreError: as in `add_turn`, for the failing batch. Batches before
+                it are stored; with `writers` > 1, the one being written beside it may be too
+                (it is waited for, so it is stored whole or not at all). Re-running the import
+                stores the rest and nothing twice.
         """
+        if batch_size < 1 or writers < 1:
+            raise InvalidInputError(
+                f"batch_size and writers must be >= 1, not {batch_size} and {writers}"
+            )
+        writers = min(writers, self.pool.max_size)  # more would only queue for a connection
         ids: list[str] = []
-        writing: asyncio.Task[list[str]] | None = None
+        in_flight: deque[asyncio.Task[list[str]]] = deque()
 
-        async def settle() -> None:  # wait for the batch in flight; report it stored
-            nonlocal writing
-            if writing is None:
-                return
-            task, writing = writing, None
-            ids.extend(await task)
-            if on_batch is not None and (res := on_batch(len(ids))) is not None:
-                await res
+        async def settle(keep: int) -> None:  # report the oldest batches until `keep` remain
+            try:
+                while len(in_flight) > keep:
+                    ids.extend(await in_flight[0])
+                    in_flight.popleft()
+                    if on_batch is not None and (res := on_batch(len(ids))) is not None:
+                        await res
+            except BaseException:
+                # the others are left to commit or roll back whole, then the first error goes up
+                await asyncio.gather(*in_flight, return_exceptions=True)
+                in_flight.clear()
+                raise
 
+        clock = None
         seen = 0
         for chunk in _chunks(turns, batch_size):
             try:
                 prepared = await self._prepare_batch(chunk, offset=seen)
+                if clock is None:
+                    clock = await self._import_clock()
             except BaseException:
-                await settle()  # the batch before this one still lands (or reports its error)
+                await settle(0)  # the batches before this one still land (or report an error)
                 raise
+            await settle(writers - 1)
+            in_flight.append(asyncio.create_task(self._write_batch(*prepared, clock, seen)))
             seen += len(chunk)
-            await settle()
-            writing = asyncio.create_task(self._write_batch(*prepared))
-        await settle()
+        await settle(0)
         return ids
+
+    async def _import_clock(self) -> datetime:
+        async with self._conn("add_turns") as conn:
+            cur = await conn.execute(query("import_clock"))
+            row = await cur.fetchone()
+        if row is None:
+            raise StoreError("add_turns: the server returned no time")
+        clock: datetime = row[0]
+        return clock
 
     async def _prepare_batch(
         self, items: list[Mapping[str, Any]], *, offset: int
@@ -359,9 +390,13 @@ class MemoryStore:
             vectors.append(None if given is None else self.embedder.check_vector(given))
         return turns, vectors
 
-    async def _write_batch(self, turns: list[Turn], vectors: list[Vector]) -> list[str]:
+    async def _write_batch(
+        self, turns: list[Turn], vectors: list[Vector], clock: datetime, first: int
+    ) -> list[str]:
         async with self._conn("add_turns", all_users=True) as conn:
-            ids = await copy_turns(conn, turns, vectors, self.embedder.name)
+            ids = await copy_turns(
+                conn, turns, vectors, self.embedder.name, clock=clock, first=first
+            )
         for user_id, count in Counter(t.user_id for t in turns).items():
             self._note_added(user_id, count)
         return ids

@@ -98,7 +98,7 @@ def test_import_jsonl_twice_stores_once(runner: CliRunner, tmp_path: Path) -> No
         for i in range(5)
     ]  # fmt: skip
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    first = runner.invoke(app, ["import", str(path), "--batch-size", "2"])
+    first = runner.invoke(app, ["import", str(path), "--batch-size", "2", "--writers", "3"])
     assert first.exit_code == 0, first.output
     assert "imported 5 turns" in first.output
     assert runner.invoke(app, ["import", str(path)]).exit_code == 0
@@ -132,6 +132,7 @@ def test_bad_input_exits_non_zero_with_a_message(runner: CliRunner, tmp_path: Pa
     empty = runner.invoke(app, ["search", "-u", "someone", "   "])
     assert empty.exit_code == 1 and "query must not be empty" in empty.output
     assert runner.invoke(app, ["search", "-u", "x", "q", "--limit", "0"]).exit_code == 2
+    assert runner.invoke(app, ["import", str(bad), "--writers", "0"]).exit_code == 2
 
 
 def test_embedded_server_start_status_stop(tmp_path: Path) -> None:

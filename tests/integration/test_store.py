@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from recall.errors import InvalidInputError
+from recall.errors import InvalidInputError, StoreError
 from recall.store import MemoryStore
 
 
@@ -159,10 +159,85 @@ async def test_bulk_import_reports_batches_in_order_while_the_next_is_prepared(
         counts.append(n)
         stored.append(len(await store.recent(user, 1000)))
 
-    ids = await store.add_turns(turns, batch_size=300, on_batch=on_batch)
+    ids = await store.add_turns(turns, batch_size=300, on_batch=on_batch, writers=1)
     assert counts == [300, 600, 700]
     assert stored == [300, 600, 700]  # each report comes after its batch is committed
     assert [m.id for m in await store.recent(user, 1000)] == ids[::-1]
+
+
+async def test_batches_written_at_once_keep_the_files_order(store: MemoryStore, user: str) -> None:
+    turns = [
+        {"user_id": user, "user_message": f"parallel turn {i}", "ai_response": "ok"}
+        for i in range(430)
+    ]
+    committed: list[tuple[int, int]] = []
+
+    async def on_batch(n: int) -> None:
+        committed.append((n, len(await store.recent(user, 1000))))
+
+    ids = await store.add_turns(turns, batch_size=40, writers=3, on_batch=on_batch)
+    assert [n for n, _ in committed] == [*range(40, 430, 40), 430]
+    assert all(stored >= n for n, stored in committed)  # a report follows its batch's commit
+    assert len(set(ids)) == 430
+    newest_first = await store.recent(user, 1000)
+    assert [m.id for m in newest_first] == ids[::-1]  # dated in the file's order
+    assert [m.user_message for m in newest_first[:2]] == ["parallel turn 429", "parallel turn 428"]
+
+
+async def test_two_imports_of_the_same_turns_in_opposite_orders_do_not_deadlock(
+    store: MemoryStore, user: str
+) -> None:
+    turns = [
+        {"user_id": user, "user_message": f"shared turn {i}", "ai_response": "ok"}
+        for i in range(600)
+    ]
+    # one batch each: in the file's order, each would lock half the keys the other needs next
+    forward, backward = await asyncio.gather(
+        store.add_turns(turns, batch_size=600),
+        store.add_turns(turns[::-1], batch_size=600),
+    )
+    assert forward == backward[::-1]  # one row per turn, whichever import stored it
+    assert len(await store.recent(user, 1000)) == 600
+
+
+async def test_a_failed_batch_written_beside_another_leaves_whole_batches(
+    store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turns = [
+        {"user_id": user, "user_message": f"turn {i}", "ai_response": "ok"} for i in range(500)
+    ]
+    write = store._write_batch
+
+    async def failing(batch: list, vectors: list, clock: datetime, first: int) -> list[str]:  # type: ignore[type-arg]
+        if first == 200:
+            raise StoreError("add_turns failed: injected")
+        return await write(batch, vectors, clock, first)
+
+    monkeypatch.setattr(store, "_write_batch", failing)
+    reported: list[int] = []
+    with pytest.raises(StoreError, match="injected"):
+        await store.add_turns(turns, batch_size=100, writers=2, on_batch=reported.append)
+    assert reported == [100, 200]
+    stored = {m.user_message for m in await store.recent(user, 1000)}
+    # batches 0-1 are stored, batch 2 failed, batch 3 was being written beside it (whole or
+    # not at all), and batch 4 was never started
+    assert {f"turn {i}" for i in range(200)} <= stored
+    assert not stored & {f"turn {i}" for i in range(200, 300)}
+    assert len(stored & {f"turn {i}" for i in range(300, 400)}) in (0, 100)
+    assert not stored & {f"turn {i}" for i in range(400, 500)}
+    monkeypatch.undo()
+    ids = await store.add_turns(turns, batch_size=100, writers=2)  # re-run: the rest, once
+    assert len(set(ids)) == 500 and len(await store.recent(user, 1000)) == 500
+
+
+@pytest.mark.parametrize(("batch_size", "writers"), [(0, 2), (10, 0)])
+async def test_bulk_import_rejects_bad_sizes(
+    store: MemoryStore, user: str, batch_size: int, writers: int
+) -> None:
+    turn = {"user_id": user, "user_message": "hello", "ai_response": "ok"}
+    with pytest.raises(InvalidInputError, match="must be >= 1"):
+        await store.add_turns([turn], batch_size=batch_size, writers=writers)
+    assert await store.recent(user) == []
 
 
 async def test_precomputed_embeddings_are_used_and_checked(store: MemoryStore, user: str) -> None:
