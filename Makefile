@@ -56,6 +56,7 @@ bench: install
 	$(PY) benchmarks/locomo.py
 	$(PY) benchmarks/rls.py
 	$(PY) benchmarks/overheads.py
+	$(PY) benchmarks/bulk_writers.py
 	$(PY) benchmarks/embedding.py
 
 clean:
