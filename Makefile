@@ -22,7 +22,7 @@ $(PY):
 $(STAMP): pyproject.toml | $(PY)
 	@echo "installing into $(VENV) (log: $(PIP_LOG))"
 	@$(PY) -m pip install -q torch==2.13.0 > $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
-	@$(PY) -m pip install -q -e ".[dev,server]" >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
+	@$(PY) -m pip install -q -e ".[dev,server,bench]" >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
 	@touch $(STAMP)
 
 install: $(STAMP)
