@@ -12,7 +12,6 @@ docs/benchmarks.md (section "bulk-writers"). Decision 0010 has the reasoning.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from collections.abc import Iterator
@@ -23,11 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, table, write_section
+from common import fresh_database, git_revision, machine, run, table, write_section
 from latency import LOCOMO, Data, conversation_pairs, make_data
 
 from recall.config import Settings
-from recall.logs import configure_logging
 from recall.store import MemoryStore
 
 BATCH = 5000
@@ -55,7 +53,6 @@ async def main() -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    configure_logging()
     rng = np.random.default_rng(args.rows)
     url = await fresh_database("recall_bench_bulk_writers")
     pairs = conversation_pairs(LOCOMO)
@@ -92,4 +89,4 @@ of {BATCH:,}) alternate between one and two writers, into the same growing table
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main)

@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import platform
 import re
 import subprocess
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from recall.db import connect_once
 from recall.embedded import EmbeddedServer
+from recall.logs import configure_logging
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DATA_DIR = ROOT / ".recall" / "bench-pgdata"
+
+
+def run(main: Callable[[], Coroutine[Any, Any, None] | None]) -> None:
+    """A benchmark's entry point: logging as deployed (structlog configured: INFO and up, JSON
+    lines on stderr, no debug events inside timed calls; RECALL_LOG_LEVEL overrides), then
+    `main`, on an event loop when it is a coroutine function."""
+    configure_logging()
+    result = main()
+    if inspect.iscoroutine(result):
+        asyncio.run(result)
 
 
 async def fresh_database(name: str) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, table, write_section
+from common import fresh_database, git_revision, machine, run, table, write_section
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
@@ -107,4 +107,4 @@ Ratio on/off: p50 {ratio50:.2f}, p95 {ratio95:.2f}.
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main)

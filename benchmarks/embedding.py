@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import git_revision, machine, table, write_section
+from common import git_revision, machine, run, table, write_section
 
 from recall.embeddings import MiniLMEmbeddings
 
@@ -73,4 +73,4 @@ backends' unit vectors over {len(docs)} documents: {diff:.1e} (decision 0007).
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -28,13 +28,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, table, write_section
+from common import fresh_database, git_revision, machine, run, table, write_section
 from langchain_core.messages import HumanMessage
 from locomo import load as load_locomo
 
 from recall.config import Settings
 from recall.db import connect_once
-from recall.logs import configure_logging
 from recall.nodes import create_retrieve_memories_node
 from recall.store import MemoryStore
 
@@ -344,7 +343,6 @@ async def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--data", type=Path, default=LOCOMO, help="LoCoMo JSON (the texts)")
     args = parser.parse_args()
-    configure_logging()  # as deployed: INFO and up, JSON lines on stderr (no debug events)
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     for n in sizes:
@@ -371,4 +369,4 @@ LoCoMo turn pairs as texts; both systems' tables are vacuumed and analyzed after
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main)

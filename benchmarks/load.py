@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, git_revision, machine, table, write_section
+from common import ROOT, git_revision, machine, run, table, write_section
 from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
@@ -153,4 +153,4 @@ lost and duplicated turns are counted after the writer's queue is drained.
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main)

@@ -11,7 +11,6 @@ a hit is an evidence turn's memory in the top k. Writes its table to docs/benchm
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import statistics
@@ -27,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, fresh_database, git_revision, machine, table, write_section
+from common import ROOT, fresh_database, git_revision, machine, run, table, write_section
 
 from recall.config import Settings
 from recall.fusion import FEATURES, Candidate, FusionModel, features
@@ -311,4 +310,4 @@ Store query latency (precomputed query vector: database and fusion only, same ru
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main)

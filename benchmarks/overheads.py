@@ -22,7 +22,6 @@ All as role recall_app, as the store runs. Writes docs/benchmarks.md (section "o
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
 import time
@@ -33,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, fresh_database, git_revision, machine, table, write_section
+from common import ROOT, fresh_database, git_revision, machine, run, table, write_section
 from latency import LOCOMO, conversation_pairs, typical_sizes
 from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
@@ -259,4 +258,4 @@ Writes: one turn at a time with a precomputed vector, the two ways alternating.
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main)

@@ -9,7 +9,6 @@ how every search ran before migration 0005), alternating in one run.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, table, write_section
+from common import fresh_database, git_revision, machine, run, table, write_section
 from pgvector.psycopg import register_vector_async
 
 from recall.config import Settings
@@ -102,4 +101,4 @@ key set inside the call and the policy's condition), and the scoped transaction
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run(main)
