@@ -7,12 +7,15 @@ new model or a new torch gets a new file. Later processes load the cached file w
 alone: no PyTorch import, which also makes start-up faster.
 
 Why: profiling a retrieval showed the query embedding was 15-22 ms of it, and PyTorch's eager
-BERT forward is most of that; ONNX Runtime's fused attention and layer-norm kernels compute the
-same function (max |difference| ~1e-7) in 40% of the time here (docs/decisions/0007).
+BERT forward is most of that; ONNX Runtime computes the same function (max |difference| ~1e-7)
+in 40% of the time here (docs/decisions/0007). The graph is exported with eager attention and
+rewritten by ONNX Runtime's transformer optimizer into one fused Attention node per layer, which
+takes a turn pair's embedding (about 80 tokens) down to about 0.7x again (docs/decisions/0011).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import threading
@@ -72,33 +75,77 @@ def _encode_inputs(tokenizer: Any, texts: list[str]) -> dict[str, npt.NDArray[np
     }
 
 
-def _cache_name(weights_sha256: str) -> str:
-    # versions from the installed distributions' metadata: importing torch to read its
-    # version would cost every start the seconds the cached graph is there to save
+def _cache_name(weights_sha256: str, *, fused: bool = True) -> str:
+    # The recipe is in the name, so a new recipe gets a new file. "fused": exported with eager
+    # attention, then ONNX Runtime's transformer optimizer fuses attention and layer norms;
+    # "sdpa": torch's export of the model as sentence-transformers loads it, unfused.
+    # Versions from the installed distributions' metadata: importing torch to read its
+    # version would cost every start the seconds the cached graph is there to save.
+    recipe = "fused" if fused else "sdpa"
     return (
-        f"all-MiniLM-L6-v2-{weights_sha256[:16]}-torch{metadata.version('torch')}"
+        f"all-MiniLM-L6-v2-{weights_sha256[:16]}-{recipe}-torch{metadata.version('torch')}"
         f"-ort{metadata.version('onnxruntime')}.onnx"
     ).replace("+", "_")
 
 
-def export_onnx(model_dir: Path, weights_sha256: str, cache_dir: Path, max_length: int) -> Path:
+def _fuse(path: Path, config: Any) -> int:
+    """Rewrite the graph at `path` with ONNX Runtime's BERT fusions (one Attention node per layer,
+    SkipLayerNormalization, EmbedLayerNormalization); return the number of Attention nodes.
+
+    The session's own graph optimizations do not recognise the attention in torch's export;
+    this offline pass does when the model was exported with eager attention.
+    """
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    quiet = logging.getLogger("onnxruntime.transformers")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)  # it reports each fusion at INFO
+    try:
+        model = optimize_model(
+            str(path),
+            model_type="bert",
+            num_heads=int(config.num_attention_heads),
+            hidden_size=int(config.hidden_size),
+            opt_level=0,  # fusions only; the session applies its own optimizations at load
+        )
+    finally:
+        quiet.setLevel(level)
+    model.save_model_to_file(str(path))
+    return int(model.get_fused_operator_statistics().get("Attention", 0))
+
+
+def export_onnx(
+    model_dir: Path, weights_sha256: str, cache_dir: Path, max_length: int, *, fused: bool = True
+) -> Path:
     """The cached ONNX graph for the model in `model_dir`, exported and checked if missing.
 
     Concurrent exporters each write a temporary file and rename it into place, so a reader only
     ever sees a complete, checked file.
 
+    Args:
+        fused: export with eager attention and fuse (the default backend's graph); False keeps
+            torch's plain export of the SDPA model (the graph before decision 0011, for A/B).
+
     Raises:
         EmbeddingError: the export failed or does not reproduce the PyTorch model.
     """
     cache_dir.mkdir(parents=True, exist_ok=True)
-    target = cache_dir / _cache_name(weights_sha256)
+    target = cache_dir / _cache_name(weights_sha256, fused=fused)
     if target.exists():
         return target
     import torch
     from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no "Loading weights" bar
     reference = SentenceTransformer(str(model_dir), device="cpu")
-    bert: Any = reference[0].auto_model
+    # The same weights with the textbook attention (not SDPA): the form the fusion recognises.
+    bert: Any = (
+        AutoModel.from_pretrained(str(model_dir), attn_implementation="eager")
+        if fused
+        else reference[0].auto_model
+    )
     bert.eval()
 
     class Hidden(torch.nn.Module):
@@ -128,6 +175,12 @@ def export_onnx(model_dir: Path, weights_sha256: str, cache_dir: Path, max_lengt
                 opset_version=17,
                 dynamo=False,
             )
+            attention = 0
+            if fused:
+                try:
+                    attention = _fuse(tmp, bert.config)
+                except Exception as exc:  # an optimizer that cannot fuse leaves a correct graph
+                    log.warning("embedding.onnx.unfused", error=str(exc))
         expected = reference.encode(
             _PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
@@ -145,7 +198,9 @@ def export_onnx(model_dir: Path, weights_sha256: str, cache_dir: Path, max_lengt
         raise EmbeddingError(f"could not export all-MiniLM-L6-v2 to ONNX: {exc}") from exc
     finally:
         tmp.unlink(missing_ok=True)
-    log.info("embedding.onnx.exported", path=str(target), max_error=error)
+    log.info(
+        "embedding.onnx.exported", path=str(target), max_error=error, fused_attention=attention
+    )
     return target
 
 

