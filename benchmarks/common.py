@@ -83,7 +83,16 @@ def git_revision() -> str:
             check=False,
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607
+            # the benchmarks' own output file does not count as a change to what was measured
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!docs/benchmarks.md",
+            ],  # noqa: S607, E501
             cwd=ROOT,
             capture_output=True,
             text=True,
