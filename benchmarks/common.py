@@ -84,7 +84,7 @@ def git_revision() -> str:
         )
         dirty = subprocess.run(
             # the benchmarks' own output file does not count as a change to what was measured
-            [
+            [  # noqa: S607 - the git on PATH
                 "git",
                 "status",
                 "--porcelain",
@@ -92,7 +92,7 @@ def git_revision() -> str:
                 "--",
                 ".",
                 ":!docs/benchmarks.md",
-            ],  # noqa: S607, E501
+            ],
             cwd=ROOT,
             capture_output=True,
             text=True,
