@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, run, table, write_section
+from common import fresh_database, git_revision, machine, publish, run, table
 from latency import LOCOMO, Data, conversation_pairs, make_data
 
 from recall.config import Settings
@@ -83,9 +83,7 @@ of {BATCH:,}) alternate between one and two writers, into the same growing table
 
 {table(headers, rows)}
 """
-    print(body)
-    if not args.no_write:
-        write_section("bulk-writers", body)
+    publish("bulk-writers", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,13 @@ def git_revision() -> str:
         return "unknown"
 
 
+def publish(name: str, body: str, *, write: bool) -> None:
+    """Print a benchmark's section and, when `write`, put it in docs/benchmarks.md."""
+    print(body)
+    if write:
+        write_section(name, body)
+
+
 def write_section(name: str, body: str, path: Path = ROOT / "docs" / "benchmarks.md") -> None:
     """Replace the section between `<!-- name:start -->` and `<!-- name:end -->` in
     docs/benchmarks.md (appending it when missing), leaving other benchmarks' sections."""

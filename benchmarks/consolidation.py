@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, run, table, write_section
+from common import fresh_database, git_revision, machine, publish, run, table
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
@@ -101,9 +101,7 @@ returns ({len(made)} memories were created during the run). On and off alternate
 
 Ratio on/off: p50 {ratio50:.2f}, p95 {ratio95:.2f}.
 """
-    print(body)
-    if not args.no_write:
-        write_section("consolidation", body)
+    publish("consolidation", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import git_revision, machine, run, table, write_section
+from common import git_revision, machine, publish, run, table
 from latency import LOCOMO, conversation_pairs
 
 from recall.embeddings import MINILM_SHA256, MiniLMEmbeddings
@@ -138,9 +138,7 @@ of {BLOCK} texts (decision 0011); documents are {len(texts)} turn pairs in batch
 The largest difference is over the components of the unit vectors of the {len(texts)} turn
 pairs (decisions 0007 and 0011).
 """
-    print(body)
-    if not args.no_write:
-        write_section("embedding", body)
+    publish("embedding", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

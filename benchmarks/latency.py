@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, run, table, write_section
+from common import fresh_database, git_revision, machine, publish, run, table
 from langchain_core.messages import HumanMessage
 from locomo import load as load_locomo
 
@@ -363,9 +363,7 @@ LoCoMo turn pairs as texts; both systems' tables are vacuumed and analyzed after
 
 {table(headers, rows)}
 """
-    print(body)
-    if not args.no_write:
-        write_section("latency", body)
+    publish("latency", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

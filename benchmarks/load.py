@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, git_revision, machine, run, table, write_section
+from common import ROOT, git_revision, machine, publish, run, table
 from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
@@ -147,9 +147,7 @@ lost and duplicated turns are counted after the writer's queue is drained.
 
 {table(headers, rows)}
 """
-    print(body)
-    if not args.no_write:
-        write_section("load", body)
+    publish("load", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

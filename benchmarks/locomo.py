@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, fresh_database, git_revision, machine, run, table, write_section
+from common import ROOT, fresh_database, git_revision, machine, publish, run, table
 
 from recall.config import Settings
 from recall.fusion import FEATURES, Candidate, FusionModel, features
@@ -304,9 +304,7 @@ Store query latency (precomputed query vector: database and fusion only, same ru
 
 {lat}
 """
-    print(body)
-    if not args.no_write:
-        write_section("locomo", body)
+    publish("locomo", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

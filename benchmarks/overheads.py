@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, fresh_database, git_revision, machine, run, table, write_section
+from common import ROOT, fresh_database, git_revision, machine, publish, run, table
 from latency import LOCOMO, conversation_pairs, typical_sizes
 from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
@@ -252,9 +252,7 @@ Writes: one turn at a time with a precomputed vector, the two ways alternating.
 
 {table(headers, write_rows)}
 """
-    print(body)
-    if not args.no_write:
-        write_section("overheads", body)
+    publish("overheads", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

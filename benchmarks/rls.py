@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, run, table, write_section
+from common import fresh_database, git_revision, machine, publish, run, table
 from pgvector.psycopg import register_vector_async
 
 from recall.config import Settings
@@ -95,9 +95,7 @@ At p50, the store's one call takes {rls / base:.2f}x the owner's time ({rls - ba
 key set inside the call and the policy's condition), and the scoped transaction
 {scoped / base:.2f}x ({scoped - base:+.3f} ms: three more round trips; decision 0007).
 """
-    print(body)
-    if not args.no_write:
-        write_section("rls", body)
+    publish("rls", body, write=not args.no_write)
 
 
 if __name__ == "__main__":
