@@ -2,15 +2,16 @@
 
 The ONNX graph is exported once, on this machine, from the installed (and sha256-checked)
 weights; nothing is downloaded. The export is checked against the PyTorch model before it is
-kept, and cached under a name that carries the weights' digest and the exporter's versions, so a
-new model or a new torch gets a new file. Later processes load the cached file with ONNX Runtime
-alone: no PyTorch import, which also makes start-up faster.
+kept, and cached under a name that carries the weights' digest, the recipe and the exporter's
+versions, so a new model or a new torch, transformers or ONNX Runtime gets a new file (and the
+file it replaces is removed). Later processes load the cached file with ONNX Runtime alone: no
+PyTorch or transformers import, which also makes start-up faster.
 
 Why: profiling a retrieval showed the query embedding was 15-22 ms of it, and PyTorch's eager
 BERT forward is most of that; ONNX Runtime computes the same function (max |difference| ~1e-7)
 in 40% of the time here (docs/decisions/0007). The graph is exported with eager attention and
 rewritten by ONNX Runtime's transformer optimizer into one fused Attention node per layer, which
-takes a turn pair's embedding (about 80 tokens) down to about 0.7x again (docs/decisions/0011).
+takes a turn pair's embedding (about 80 tokens) to 0.81-0.87x the time (docs/decisions/0011).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 import warnings
 from importlib import metadata
 from pathlib import Path
@@ -75,6 +77,13 @@ def _encode_inputs(tokenizer: Any, texts: list[str]) -> dict[str, npt.NDArray[np
     }
 
 
+_PREFIX = "all-MiniLM-L6-v2-"
+_TEMP_PREFIX = ".export-"
+# A temporary file this old is a killed export's leftover, not a concurrent export's (which
+# takes tens of seconds).
+_STALE_TEMP_SECONDS = 3600.0
+
+
 def _cache_name(weights_sha256: str, *, fused: bool = True) -> str:
     # The recipe is in the name, so a new recipe gets a new file. "fused": exported with eager
     # attention, then ONNX Runtime's transformer optimizer fuses attention and layer norms;
@@ -83,9 +92,47 @@ def _cache_name(weights_sha256: str, *, fused: bool = True) -> str:
     # version would cost every start the seconds the cached graph is there to save.
     recipe = "fused" if fused else "sdpa"
     return (
-        f"all-MiniLM-L6-v2-{weights_sha256[:16]}-{recipe}-torch{metadata.version('torch')}"
-        f"-ort{metadata.version('onnxruntime')}.onnx"
+        f"{_PREFIX}{weights_sha256[:16]}-{recipe}-torch{metadata.version('torch')}"
+        f"-transformers{metadata.version('transformers')}-ort{metadata.version('onnxruntime')}.onnx"
     ).replace("+", "_")
+
+
+def _remove_stale(cache_dir: Path, target: Path, weights_sha256: str) -> list[str]:
+    """Delete what earlier exports left in `cache_dir`: graphs of the same weights under other
+    names (an older recipe or older versions: never read again) and temporary files of killed
+    exports. Graphs of other weights are left alone. Returns the names removed."""
+    removed = []
+    now = time.time()
+    for path in cache_dir.iterdir():
+        stale_graph = (
+            path.name.startswith(f"{_PREFIX}{weights_sha256[:16]}-")
+            and path.suffix == ".onnx"
+            and path != target
+        )
+        try:
+            stale_temp = (
+                path.name.startswith(_TEMP_PREFIX)
+                and now - path.stat().st_mtime > _STALE_TEMP_SECONDS
+            )
+            if stale_graph or stale_temp:
+                path.unlink()
+                removed.append(path.name)
+        except OSError:  # gone already, or not ours to delete: it only costs disk space
+            continue
+    return removed
+
+
+class _QuietOptimizer(logging.Filter):
+    """Drops the transformer optimizer's INFO records (one per fusion). Its modules log under
+    their bare module names (`fusion_attention`, `onnx_model`, ...), so they are recognised by
+    the file they come from."""
+
+    def __init__(self, directory: str) -> None:
+        super().__init__()
+        self._directory = directory
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not record.pathname.startswith(self._directory)
 
 
 def _fuse(path: Path, config: Any) -> int:
@@ -95,11 +142,13 @@ def _fuse(path: Path, config: Any) -> int:
     The session's own graph optimizations do not recognise the attention in torch's export;
     this offline pass does when the model was exported with eager attention.
     """
+    from onnxruntime import transformers as ort_transformers
     from onnxruntime.transformers.optimizer import optimize_model
 
-    quiet = logging.getLogger("onnxruntime.transformers")
-    level = quiet.level
-    quiet.setLevel(logging.WARNING)  # it reports each fusion at INFO
+    quiet = _QuietOptimizer(str(Path(ort_transformers.__file__).parent))
+    handlers = list(logging.getLogger().handlers)  # each export adds and removes its own filter
+    for handler in handlers:
+        handler.addFilter(quiet)
     try:
         model = optimize_model(
             str(path),
@@ -108,10 +157,11 @@ def _fuse(path: Path, config: Any) -> int:
             hidden_size=int(config.hidden_size),
             opt_level=0,  # fusions only; the session applies its own optimizations at load
         )
+        model.save_model_to_file(str(path))
+        return int(model.get_fused_operator_statistics().get("Attention", 0))
     finally:
-        quiet.setLevel(level)
-    model.save_model_to_file(str(path))
-    return int(model.get_fused_operator_statistics().get("Attention", 0))
+        for handler in handlers:
+            handler.removeFilter(quiet)
 
 
 def export_onnx(
@@ -158,7 +208,7 @@ def export_onnx(
 
     tokenizer = _tokenizer(model_dir, max_length)
     sample = _encode_inputs(tokenizer, _PROBES)
-    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=".export-", suffix=".onnx")
+    fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=_TEMP_PREFIX, suffix=".onnx")
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -175,12 +225,21 @@ def export_onnx(
                 opset_version=17,
                 dynamo=False,
             )
-            attention = 0
+            attention, layers = 0, int(bert.config.num_hidden_layers)
             if fused:
+                # An optimizer that cannot fuse leaves a correct, slower graph; it is checked
+                # and cached like any other (the same versions would not fuse it next time).
                 try:
                     attention = _fuse(tmp, bert.config)
-                except Exception as exc:  # an optimizer that cannot fuse leaves a correct graph
-                    log.warning("embedding.onnx.unfused", error=str(exc))
+                except Exception as exc:
+                    log.warning("embedding.onnx.unfused", error=str(exc), layers=layers)
+                else:
+                    if attention != layers:
+                        log.warning(
+                            "embedding.onnx.unfused",
+                            error=f"{attention} of {layers} layers' attention fused",
+                            layers=layers,
+                        )
         expected = reference.encode(
             _PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
@@ -201,6 +260,8 @@ def export_onnx(
     log.info(
         "embedding.onnx.exported", path=str(target), max_error=error, fused_attention=attention
     )
+    if removed := _remove_stale(cache_dir, target, weights_sha256):
+        log.info("embedding.onnx.removed_stale", files=removed)
     return target
 
 
