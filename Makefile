@@ -57,6 +57,7 @@ bench: install
 	$(PY) benchmarks/rls.py
 	$(PY) benchmarks/overheads.py
 	$(PY) benchmarks/bulk_writers.py
+	$(PY) benchmarks/indexed_search.py
 	$(PY) benchmarks/embedding.py
 
 clean:

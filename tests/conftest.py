@@ -3,13 +3,16 @@ RECALL_TEST_DATABASE_URL points at another), one fresh database per test session
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from psycopg import sql
+from psycopg import AsyncConnection, sql
 from psycopg.conninfo import make_conninfo
 
 from recall.config import Settings
@@ -96,3 +99,24 @@ async def model_store(databases: Databases) -> AsyncIterator[MemoryStore]:
 def user() -> str:
     """A user id no other test uses."""
     return f"user-{uuid.uuid4().hex[:12]}"
+
+
+async def explain_indexed_search(conn: AsyncConnection[Any], params: dict[str, Any]) -> str:
+    """EXPLAIN (FORMAT JSON) of the statement `recall.search_indexed` runs for
+    `params["user_id"]` (migration 0010), under the settings the function sets, as text."""
+    cur = await conn.execute(b"SELECT recall.search_indexed_sql(%s)", [params["user_id"]])
+    row = await cur.fetchone()
+    assert row is not None
+    # the function passes its arguments as $1-$4 (EXECUTE ... USING)
+    names = {"1": "query", "2": "candidates", "3": "max_distance", "4": "limit"}
+    statement = re.sub(r"\$([1-4])\b", lambda m: f"%({names[m.group(1)]})s", str(row[0]))
+    async with conn.transaction():
+        await conn.execute(
+            b"SELECT set_config('hnsw.ef_search', %s, true),"
+            b" set_config('enable_sort', 'off', true)",
+            [str(params["candidates"])],
+        )
+        cur = await conn.execute(
+            b"EXPLAIN (FORMAT JSON) " + statement.encode(), params, prepare=False
+        )
+        return json.dumps([r[0] for r in await cur.fetchall()])

@@ -122,33 +122,15 @@ SELECT memory_count, hnsw_index FROM recall.users WHERE user_id = %(user_id)s;
 -- row-level security key itself, so it needs no transaction around it.
 SELECT * FROM recall.search_exact(%(user_id)s, %(query)s, %(max_distance)s, %(limit)s);
 
--- name: set_ef_search
--- For the indexed plan only, inside its transaction: the HNSW candidate count, and no sort
--- plan, so the planner orders by distance through the user's HNSW index (the only path left)
--- instead of sorting all of the user's rows, whatever its cost estimates say.
-SELECT set_config('hnsw.ef_search', %(ef_search)s, true),
-       set_config('enable_sort', 'off', true);
-
 -- name: search_indexed
--- Indexed plan for a user with an HNSW index of their own (a partial index on user_id = X):
--- the index holds only this user's rows, so no filtering after the scan loses results.
-WITH candidates AS MATERIALIZED (
-    SELECT id, embedding <=> %(query)s AS distance
-    FROM recall.memories
-    WHERE user_id = %(user_id)s
-    ORDER BY embedding <=> %(query)s
-    LIMIT %(candidates)s
-), best AS (
-    SELECT id, distance FROM candidates
-    WHERE distance <= %(max_distance)s
-    ORDER BY distance, id
-    LIMIT %(limit)s
-)
-SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
-       m.kind, best.distance, NULL::float8 AS bm25
-FROM best
-JOIN recall.memories AS m ON m.user_id = %(user_id)s AND m.id = best.id
-ORDER BY best.distance, best.id;
+-- Indexed plan for a user with an HNSW index of their own (a partial index on user_id = X),
+-- as one call: recall.search_indexed (migration 0010) sets the row-level security key, the
+-- HNSW candidate count and `enable_sort = off`, and runs a statement planned for this user,
+-- so the partial index's predicate matches. The index holds only this user's rows, so no
+-- filtering after the scan loses results.
+SELECT * FROM recall.search_indexed(
+    %(user_id)s, %(query)s, %(max_distance)s, %(limit)s, %(candidates)s
+);
 
 -- name: search_keyword
 -- BM25 over this user's memories, as one call: recall.search_keyword (migration 0005) sets

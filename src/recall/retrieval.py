@@ -68,14 +68,9 @@ async def vector_rows(
         "max_distance": max_distance,
         "candidates": max(limit, ef_search),
     }
-    if index is None:
-        cur = await conn.execute(query("search_exact"), params)
-        return await cur.fetchall()
-    async with conn.transaction():
-        await conn.execute(query("set_ef_search"), {"ef_search": str(max(limit, ef_search))})
-        # unprepared: planned with this user id, so the partial index's predicate matches
-        cur = await conn.execute(query("search_indexed"), params, prepare=False)
-        return await cur.fetchall()
+    # both are one call that sets the row-level security key itself (migrations 0005, 0010)
+    cur = await conn.execute(query("search_exact" if index is None else "search_indexed"), params)
+    return await cur.fetchall()
 
 
 async def keyword_rows(

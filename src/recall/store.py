@@ -496,11 +496,12 @@ class MemoryStore:
         self, uid: str, vector: Vector, limit: int, max_distance: float
     ) -> list[tuple[Any, ...]]:
         plan = self._plans.get(uid)
-        if plan is not None and plan[1] is None:
-            # A user known to take the exact plan: recall.search_exact sets the row-level
-            # security key itself (migration 0005), so no transaction: one round trip.
+        if plan is not None:
+            # A user whose plan is known: recall.search_exact and recall.search_indexed set
+            # the row-level security key themselves (migrations 0005, 0010), so no
+            # transaction: one round trip.
             async with self._conn("search", read=True) as conn:
-                return await self._vector_rows(conn, uid, vector, limit, max_distance, None)
+                return await self._vector_rows(conn, uid, vector, limit, max_distance, plan[1])
         async with self._conn("search", read=True, user=uid) as conn:
             _count, index = await self._plan(conn, uid)
             return await self._vector_rows(conn, uid, vector, limit, max_distance, index)

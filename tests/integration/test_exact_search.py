@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
-from psycopg import sql
+from pgvector.psycopg import register_vector_async
+from psycopg import AsyncConnection, sql
 
 from recall.config import Settings
 from recall.db import connect_once
@@ -20,7 +22,7 @@ from recall.sql import query
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from recall.userindex import index_name
-from tests.conftest import Databases
+from tests.conftest import Databases, explain_indexed_search
 
 DIMS = 64
 BIG_USER = "big-user"
@@ -91,6 +93,16 @@ def _exact(corpus: Corpus, user: str, q: np.ndarray, k: int, threshold: float) -
     return [corpus.ids[user][j] for j in order[:k] if sims[j] >= threshold]
 
 
+async def _index_scans(conn: AsyncConnection[Any], name: str) -> int:
+    await conn.execute(b"SELECT pg_stat_clear_snapshot()")
+    cur = await conn.execute(
+        b"SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s", [name]
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def _queries(corpus: Corpus, n: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     picks = corpus.centers[rng.integers(0, len(corpus.centers), n)]
@@ -149,19 +161,26 @@ async def test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after(
     async with store.connection(all_users=True) as conn:
         cur = await conn.execute(query("user_plan"), {"user_id": BIG_USER})
         assert await cur.fetchone() == (BIG_ROWS, index_name(BIG_USER))
-        await conn.execute(query("set_ef_search"), {"ef_search": "100"})
-        plan = await conn.execute(
-            b"EXPLAIN " + query("search_indexed"),
-            {
-                "user_id": BIG_USER,
-                "query": queries[0],
-                "limit": 3,
-                "max_distance": 1.0,
-                "candidates": 100,
-            },
-            prepare=False,
-        )
-        assert index_name(BIG_USER) in str(await plan.fetchall())
+        params = {"user_id": BIG_USER, "query": queries[0], "limit": 3, "max_distance": 1.0,
+                  "candidates": 100}  # fmt: skip
+        # the partial index, not the global one the planner would otherwise take
+        plan = await explain_indexed_search(conn, params)
+        assert index_name(BIG_USER) in plan and "memories_global_hnsw" not in plan
+
+    # and the function's own run reads it: one scan of the user's index per search
+    owner = await connect_once(corpus.url)
+    try:
+        await register_vector_async(owner)
+        before = await _index_scans(owner, index_name(BIG_USER))
+        async with owner.transaction():
+            await owner.execute(b"SELECT pg_stat_force_next_flush()")  # at this COMMIT
+            cur = await owner.execute(query("search_indexed"), params)
+            rows = await cur.fetchall()
+        assert await _index_scans(owner, index_name(BIG_USER)) == before + 1
+    finally:
+        await owner.close()
+    assert len(rows) == 3 and {str(r[0]) for r in rows} <= set(corpus.ids[BIG_USER])
+    assert [r[7] for r in rows] == sorted(r[7] for r in rows)
 
     found = total = 0
     for q in queries:

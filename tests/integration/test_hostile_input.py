@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
+from recall.config import Settings
 from recall.errors import InvalidInputError
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.search_nodes import create_keyword_search_node, create_memory_search_tool
 from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
+from tests.conftest import Databases
 
 TEXTS: dict[str, str] = {
     "empty": "",
@@ -193,3 +196,31 @@ async def test_deeply_nested_metadata(store: MemoryStore, witness: str) -> None:
 
 def test_corpus_size() -> None:
     assert len(TEXTS) + len(STATES) + len(CONFIGS) + 6 >= 50
+
+
+HOSTILE_IDS = ["sql-drop", "sql-or", "sql-dollar", "sql-param", "psycopg-named",
+               "psycopg-positional", "backslashes", "like-percent", "fts-operators"]  # fmt: skip
+
+
+async def test_hostile_user_ids_with_their_own_hnsw_index(databases: Databases) -> None:
+    """The indexed search builds its statement for one user (migration 0010): a user id that
+    looks like SQL stays a literal, and finds that user's memories and nobody else's."""
+    url = await databases.create()
+    settings = Settings(database_url=url, embedding_cache_ttl=0, user_index_threshold=30)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(16)) as s:
+        await s.add_turns(
+            {"user_id": uid, "user_message": f"note {j} of {uid}", "ai_response": "ok"}
+            for uid in [TEXTS[n] for n in HOSTILE_IDS] + [WITNESS]
+            for j in range(40)
+        )
+        indexed = await s.optimize()
+        assert sorted(indexed) == sorted([TEXTS[n] for n in HOSTILE_IDS] + [WITNESS])
+        for name in HOSTILE_IDS:
+            uid = TEXTS[name]
+            hits = await s.search(uid, f"note 7 of {uid}", similarity_threshold=0.0)
+            assert len(hits) == 3, name
+            assert all(h.user_message.endswith(f" of {uid}") for h in hits), name
+            assert s._plans[uid][1] is not None, name  # it went through its own index
+        async with s.connection(all_users=True) as conn:
+            cur = await conn.execute(b"SELECT count(*) FROM recall.memories")
+            assert await cur.fetchone() == ((len(HOSTILE_IDS) + 1) * 40,)

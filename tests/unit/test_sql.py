@@ -19,7 +19,7 @@ def test_duplicate_and_empty_blocks_are_errors() -> None:
 def test_queries_file_loads_and_has_no_string_formatting() -> None:
     statement = query("search_indexed")
     assert b"%(user_id)s" in statement
-    assert b"MATERIALIZED" in statement
+    assert b"recall.search_indexed(" in statement
     with pytest.raises(KeyError):
         query("no_such_query")
 
