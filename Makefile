@@ -58,6 +58,7 @@ bench: install
 	$(PY) benchmarks/overheads.py
 	$(PY) benchmarks/bulk_writers.py
 	$(PY) benchmarks/indexed_search.py
+	$(PY) benchmarks/pool_size.py
 	$(PY) benchmarks/embedding.py
 
 clean:
