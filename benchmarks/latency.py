@@ -9,7 +9,9 @@ of a user's memories are equal), so rows have a chat's size on disk. Vectors are
 all-MiniLM-L6-v2 embeddings of those texts up to --real-upto rows, clustered synthetic unit
 vectors above (the table says which). Everything is loaded through `MemoryStore.add_turns`.
 Each query list runs twice: percentiles are over the second pass (--queries queries, caches
-warm); the first pass, the first touch of each user's pages, is reported on its own row.
+warm); the first pass, the first touch of each user's pages, is reported on its own row. In
+the second pass our searches and LangGraph's take turns in blocks of 25 queries, so the
+ours/theirs ratio is measured at the same time, not minutes apart.
 Writes docs/benchmarks.md.
 """
 
@@ -19,7 +21,8 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ TOPICS = ["hiking", "cooking", "the dog", "work", "a trip", "music", "the garden
 
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo_dev.json"
+BLOCK = 25  # searches of one system before the other's, in the compared (warm) pass
 
 
 @dataclass
@@ -125,6 +129,22 @@ async def timed_warm(
     return first, warm, results
 
 
+async def timed_interleaved(
+    calls: dict[str, list[Callable[[], Awaitable[Any]]]], block: int = BLOCK
+) -> dict[str, tuple[list[float], list[Any]]]:
+    """The systems' call lists (of equal length, the same queries) in alternating blocks of
+    `block`, the order of the systems turning with each block, so that a change in the
+    machine's speed during the run falls on all of them alike."""
+    names = list(calls)
+    out: dict[str, tuple[list[float], list[Any]]] = {name: ([], []) for name in names}
+    for b, start in enumerate(range(0, len(calls[names[0]]), block)):
+        for name in names[b % len(names) :] + names[: b % len(names)]:
+            times, results = await timed(calls[name][start : start + block])
+            out[name][0].extend(times)
+            out[name][1].extend(results)
+    return out
+
+
 def exact_top(data: Data, user: str, q: np.ndarray, k: int = 3) -> set[str]:
     sims = data.vectors[user] @ q
     return {data.ids[user][j] for j in np.argsort(-sims)[:k]}
@@ -141,9 +161,36 @@ def queries_for(
     return out
 
 
-async def langgraph_side(
-    url: str, data: Data, queries: dict[str, list[tuple[str, np.ndarray]]]
-) -> dict[str, Any]:
+def our_call(store: MemoryStore, user: str, q: np.ndarray) -> Callable[[], Awaitable[Any]]:
+    """One semantic search of ours, limit 3, no threshold, the query vector given."""
+    return lambda: store.search(
+        user, "q", limit=3, similarity_threshold=0.0, mode="semantic", query_vector=q
+    )
+
+
+@dataclass
+class LangGraphSide:
+    """LangGraph's AsyncPostgresStore loaded with the same memories and vectors."""
+
+    store: Any
+    lookup: dict[str, list[float]]  # text -> vector: its `embed` returns ours, no model
+    load_s: float
+
+    def calls(self, label: str, qs: list[tuple[str, np.ndarray]]) -> list[Callable[[], Any]]:
+        out = []
+        for n, (user, q) in enumerate(qs):
+            key = f"query {label} {n}"
+            self.lookup[key] = q.tolist()
+            out.append(
+                lambda user=user, key=key: self.store.asearch(
+                    ("memories", user), query=key, limit=3
+                )
+            )
+        return out
+
+
+@asynccontextmanager
+async def langgraph_side(url: str, data: Data) -> AsyncIterator[LangGraphSide]:
     from langgraph.store.base import PutOp
     from langgraph.store.postgres.aio import AsyncPostgresStore
 
@@ -154,7 +201,6 @@ async def langgraph_side(
 
     index = {"dims": DIMS, "embed": embed, "fields": ["text"], "distance_type": "cosine",
              "ann_index_config": {"kind": "hnsw", "m": 16, "ef_construction": 200}}  # fmt: skip
-    out: dict[str, Any] = {}
     async with AsyncPostgresStore.from_conn_string(url, index=index) as lg:  # type: ignore[arg-type]
         await lg.setup()
         t0 = time.perf_counter()
@@ -169,27 +215,12 @@ async def langgraph_side(
                     ops = []
         if ops:
             await lg.abatch(ops)
-        out["load_s"] = time.perf_counter() - t0
+        load_s = time.perf_counter() - t0
         async with lg.conn.cursor() as cur:  # the steady state autovacuum reaches, before timing
             await cur.execute("VACUUM (ANALYZE) store")
             await cur.execute("VACUUM (ANALYZE) store_vectors")
             await cur.execute("CHECKPOINT")  # the load's dirty pages written before, not during
-        for label, qs in queries.items():
-            calls = []
-            for n, (user, q) in enumerate(qs):
-                key = f"query {label} {n}"
-                lookup[key] = q.tolist()
-                calls.append(
-                    lambda user=user, key=key: lg.asearch(("memories", user), query=key, limit=3)
-                )
-            first, times, results = await timed_warm(calls)
-            hits = sum(
-                len({r.key for r in res} & exact_top(data, u, q))
-                for res, (u, q) in zip(results, qs, strict=True)
-            )
-            short = sum(len(res) < 3 for res in results)
-            out[label] = (pct(times), hits / (3 * len(qs)), short, pct(first))
-    return out
+        yield LangGraphSide(lg, lookup, load_s)
 
 
 async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
@@ -235,16 +266,43 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
             "largest": queries_for(data, large, args.queries, rng),
         }
         results: dict[str, Any] = {}
-        for label, items in qs.items():
-            calls = [lambda u=u, q=q: store.search(u, "q", limit=3, similarity_threshold=0.0,
-                                                   mode="semantic", query_vector=q)
-                     for u, q in items]  # fmt: skip
-            first, times, found = await timed_warm(calls)
-            hits = sum(
-                len({m.id for m in res} & exact_top(data, u, q))
-                for res, (u, q) in zip(found, items, strict=True)
+        lg: dict[str, Any] | None = None
+        async with AsyncExitStack() as stack:
+            # LangGraph's store holds the same memories before either system is timed
+            side = (
+                await stack.enter_async_context(langgraph_side(url, data))
+                if n <= args.langgraph_upto
+                else None
             )
-            results[label] = (pct(times), hits / (3 * len(items)), pct(first))
+            if side is not None:
+                lg = {"load_s": side.load_s}
+            for label, items in qs.items():
+                calls: dict[str, list[Callable[[], Awaitable[Any]]]] = {
+                    "ours": [our_call(store, u, q) for u, q in items]
+                }
+                if side is not None:
+                    calls["theirs"] = side.calls(label, items)
+                # the first pass, each system's first touch of each user's pages, system by
+                # system; then the measured pass with the systems taking turns in blocks
+                first = {
+                    name: (await timed(system_calls))[0] for name, system_calls in calls.items()
+                }
+                warm = await timed_interleaved(calls)
+                times, found = warm["ours"]
+                hits = sum(
+                    len({m.id for m in res} & exact_top(data, u, q))
+                    for res, (u, q) in zip(found, items, strict=True)
+                )
+                results[label] = (pct(times), hits / (3 * len(items)), pct(first["ours"]))
+                if lg is not None:
+                    their_times, their_found = warm["theirs"]
+                    their_hits = sum(
+                        len({r.key for r in res} & exact_top(data, u, q))
+                        for res, (u, q) in zip(their_found, items, strict=True)
+                    )
+                    short = sum(len(res) < 3 for res in their_found)
+                    lg[label] = (pct(their_times), their_hits / (3 * len(items)), short,
+                                 pct(first["theirs"]))  # fmt: skip
 
         def hybrid_call(u: str, q: np.ndarray) -> Callable[[], Awaitable[Any]]:
             return lambda: store.search(
@@ -300,7 +358,6 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
             await asyncio.gather(*(client(c) for c in range(clients)))
             wall = time.perf_counter() - t0
             conc.append((clients, len(lat) / wall, np.percentile(lat, 95)))
-    lg = await langgraph_side(url, data, qs) if n <= args.langgraph_upto else None
 
     label = f"{n:,} ({kind})"
     for key in ("typical", "largest"):
@@ -360,8 +417,9 @@ async def main() -> None:
 commit {git_revision()}. recall@3 is against an exact (numpy) search over the user's own
 memories; "short" counts LangGraph queries that returned fewer than 3 results. Same database,
 same vectors, same users and queries for both systems. Every query list runs twice; the
-figures are the second pass, and the "first touch" rows give the first pass (each user's
-pages read for the first time: from disk or the OS cache) for both systems. Memories hold real
+figures are the second pass, in which the two systems take turns in blocks of {BLOCK} queries
+(the order turning each block), and the "first touch" rows give the first pass (each user's
+pages read for the first time: from disk or the OS cache), system by system. Memories hold real
 LoCoMo turn pairs as texts; both systems' tables are vacuumed and analyzed after loading,
 and a CHECKPOINT writes the load's dirty pages before each system's timings.
 

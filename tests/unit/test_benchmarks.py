@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,32 @@ def test_common_run_configures_logging_before_main(tmp_path: Path, kind: str) ->
     assert [e["event"] for e in events] == ["bench.info"]
     assert events[0]["level"] == "info" and events[0]["n"] == 2
     assert "bench.debug" not in out.stderr + out.stdout
+
+
+async def test_timed_interleaved_takes_turns_in_blocks_and_turns_the_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from latency import timed_interleaved
+
+    ran: list[tuple[str, int]] = []
+
+    def call(name: str, i: int) -> Callable[[], Awaitable[tuple[str, int]]]:
+        async def run() -> tuple[str, int]:
+            ran.append((name, i))
+            return name, i
+
+        return run
+
+    calls = {name: [call(name, i) for i in range(5)] for name in ("ours", "theirs")}
+    out = await timed_interleaved(calls, block=2)
+
+    assert ran == [
+        ("ours", 0), ("ours", 1), ("theirs", 0), ("theirs", 1),  # block 0: ours first
+        ("theirs", 2), ("theirs", 3), ("ours", 2), ("ours", 3),  # block 1: theirs first
+        ("ours", 4), ("theirs", 4),  # the last, short block: ours first again
+    ]  # fmt: skip
+    for name in calls:
+        times, results = out[name]
+        assert results == [(name, i) for i in range(5)]  # in the queries' order
+        assert len(times) == 5 and all(t >= 0 for t in times)
