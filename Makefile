@@ -59,6 +59,7 @@ bench: install
 	$(PY) benchmarks/bulk_writers.py
 	$(PY) benchmarks/indexed_search.py
 	$(PY) benchmarks/pool_size.py
+	$(PY) benchmarks/ef_search.py
 	$(PY) benchmarks/embedding.py
 
 clean:
