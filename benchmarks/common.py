@@ -50,6 +50,19 @@ async def fresh_database(name: str) -> str:
     return make_conninfo(server_url, dbname=name)
 
 
+async def settle(url: str) -> None:
+    """After a load, as the table owner (VACUUM is not the app role's): VACUUM (ANALYZE) the
+    memories, the steady state autovacuum reaches (statistics, visibility map), so autovacuum
+    does not process the fresh table during the timings; then CHECKPOINT, so the load's dirty
+    pages are written now and not by a checkpoint spread over the timings."""
+    owner = await connect_once(url)
+    try:
+        await owner.execute("VACUUM (ANALYZE) recall.memories")
+        await owner.execute("CHECKPOINT")
+    finally:
+        await owner.close()
+
+
 def table(headers: list[str], rows: list[list[object]]) -> str:
     """A Markdown table."""
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]

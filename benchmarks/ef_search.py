@@ -24,12 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, table
-from latency import LOCOMO, conversation_pairs, exact_top, make_data, queries_for
+from common import fresh_database, git_revision, machine, publish, run, settle, table
+from latency import LOCOMO, conversation_pairs, exact_top, load, make_data, queries_for
 from overheads import app_connection, pcts
 
 from recall.config import Settings
-from recall.db import connect_once
 from recall.sql import query
 from recall.store import MemoryStore
 
@@ -42,6 +41,7 @@ def search_params(user: str, q: np.ndarray, ef: int) -> dict[str, Any]:
 
 
 async def main() -> None:
+    """Load, build the large user's index, then time each candidate count; print and write."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--efs", default="10,20,40,64,100,200", help="candidate counts to compare")
@@ -53,35 +53,32 @@ async def main() -> None:
     default = Settings().hnsw_ef_search
     if default not in efs:
         raise SystemExit(f"--efs must include the default ef_search ({default})")
+    revision = git_revision()  # the code that runs, whatever changes during the run
     rng = np.random.default_rng(args.rows)
     url = await fresh_database("recall_bench_ef_search")
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     async with MemoryStore.connect(settings) as store:
         data = await make_data(args.rows, False, store, rng, conversation_pairs(LOCOMO))
-        ids = iter(await store.add_turns(
-            ({"user_id": user, "user_message": a, "ai_response": b, "embedding": v}
-             for user, texts in data.texts.items()
-             for (a, b), v in zip(texts, data.vectors[user], strict=True)),
-            batch_size=5000,
-        ))  # fmt: skip
-        for user, texts in data.texts.items():
-            data.ids[user] = [next(ids) for _ in texts]
+        await load(store, data)
         indexed = await store.optimize()
-    owner = await connect_once(url)
-    try:
-        await owner.execute("VACUUM (ANALYZE) recall.memories")
-        await owner.execute("CHECKPOINT")
-    finally:
-        await owner.close()
+    await settle(url)
+    if len(indexed) != 1:
+        raise SystemExit(
+            f"--rows {args.rows} gives {len(indexed)} users with an index of their own; this "
+            "benchmark needs exactly one (--rows from 80,000 to 399,999)"
+        )
     [large] = indexed
     queries = queries_for(data, [large], args.queries, rng)
     conn = await app_connection(url)
     times: dict[int, list[float]] = {ef: [] for ef in efs}
     hits = dict.fromkeys(efs, 0)
     try:
+        turn = 0  # counts blocks across rounds, so each count goes first equally often
         for round_ in range(args.rounds + 1):  # round 0 warms up and is not counted
-            for b, start in enumerate(range(0, len(queries), BLOCK)):
-                for ef in efs[b % len(efs) :] + efs[: b % len(efs)]:
+            for start in range(0, len(queries), BLOCK):
+                shift = turn % len(efs)
+                turn += 1
+                for ef in efs[shift:] + efs[:shift]:
                     for user, q in queries[start : start + BLOCK]:
                         params = search_params(user, q, ef)
                         t0 = time.perf_counter()
@@ -93,11 +90,12 @@ async def main() -> None:
                             hits[ef] += len({str(r[0]) for r in rows} & exact_top(data, user, q))
     finally:
         await conn.close()
-    report(args, data.users[large], efs, default, times, hits, args.rounds * len(queries))
+    report(args, revision, data.users[large], efs, default, times, hits, args.rounds * len(queries))
 
 
 def report(
     args: argparse.Namespace,
+    revision: str,
     size: int,
     efs: list[int],
     default: int,
@@ -105,6 +103,7 @@ def report(
     hits: dict[int, int],
     searches: int,
 ) -> None:
+    """The table: recall@3 and percentiles per count, and ratios to the default."""
     d50, d95 = pcts(times[default])
     rows = []
     for ef in efs:
@@ -115,7 +114,7 @@ def report(
     body = f"""## The indexed search's candidate count (ef_search)
 
 `python benchmarks/ef_search.py --rows {args.rows} --efs {args.efs} --queries {args.queries}
---rounds {args.rounds}` on {machine()}, commit {git_revision()}. Searches (limit 3) of the one
+--rounds {args.rounds}` on {machine()}, commit {revision}. Searches (limit 3) of the one
 user of {size:,} memories, with its own HNSW index, among {args.rows:,} memories (LoCoMo
 texts, clustered synthetic vectors), through `recall.search_indexed` as role recall_app; the
 counts take turns in blocks of {BLOCK}, {args.rounds} rounds after a warm-up round. recall@3

@@ -31,12 +31,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, table
-from latency import LOCOMO, conversation_pairs, make_data, queries_for
+from common import fresh_database, git_revision, machine, publish, run, settle, table
+from latency import LOCOMO, conversation_pairs, load, make_data, queries_for
 from overheads import app_connection, pcts
 
 from recall.config import Settings
-from recall.db import connect_once
 from recall.rls import scope
 from recall.sql import query
 from recall.store import MemoryStore
@@ -81,18 +80,9 @@ async def main() -> None:
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     async with MemoryStore.connect(settings) as store:
         data = await make_data(args.rows, False, store, rng, conversation_pairs(LOCOMO))
-        await store.add_turns(
-            ({"user_id": user, "user_message": a, "ai_response": b, "embedding": v}
-             for user, texts in data.texts.items()
-             for (a, b), v in zip(texts, data.vectors[user], strict=True)),
-            batch_size=5000,
-        )  # fmt: skip
+        await load(store, data)
         indexed = await store.optimize()
-    owner = await connect_once(url)
-    try:
-        await owner.execute("VACUUM (ANALYZE) recall.memories")
-    finally:
-        await owner.close()
+    await settle(url)
     [large] = indexed
     queries = [
         {"user_id": u, "query": q, "max_distance": 2.0, "limit": 3, "candidates": EF_SEARCH}

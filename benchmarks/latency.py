@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, table
+from common import fresh_database, git_revision, machine, publish, run, settle, table
 from langchain_core.messages import HumanMessage
 from locomo import load as load_locomo
 
@@ -106,6 +106,19 @@ async def make_data(
     return Data(users, texts, vectors, real=real)
 
 
+async def load(store: MemoryStore, data: Data) -> None:
+    """Every user's turns in one import through `MemoryStore.add_turns`, user by user as in a
+    file (as `recall import` does); each memory's id goes to `data.ids`."""
+    ids = iter(await store.add_turns(
+        ({"user_id": user, "user_message": a, "ai_response": b, "embedding": v}
+         for user, texts in data.texts.items()
+         for (a, b), v in zip(texts, data.vectors[user], strict=True)),
+        batch_size=5000,
+    ))  # fmt: skip
+    for user, texts in data.texts.items():
+        data.ids[user] = [next(ids) for _ in texts]
+
+
 def pct(values: list[float]) -> tuple[str, str, str]:
     return tuple(f"{np.percentile(values, p):.2f}" for p in (50, 95, 99))  # type: ignore[return-value]
 
@@ -136,6 +149,8 @@ async def timed_interleaved(
     `block`, the order of the systems turning with each block, so that a change in the
     machine's speed during the run falls on all of them alike."""
     names = list(calls)
+    if len({len(system_calls) for system_calls in calls.values()}) > 1:
+        raise ValueError("every system needs the same number of calls (the same queries)")
     out: dict[str, tuple[list[float], list[Any]]] = {name: ([], []) for name in names}
     for b, start in enumerate(range(0, len(calls[names[0]]), block)):
         for name in names[b % len(names) :] + names[: b % len(names)]:
@@ -168,7 +183,7 @@ def our_call(store: MemoryStore, user: str, q: np.ndarray) -> Callable[[], Await
     )
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class LangGraphSide:
     """LangGraph's AsyncPostgresStore loaded with the same memories and vectors."""
 
@@ -176,7 +191,10 @@ class LangGraphSide:
     lookup: dict[str, list[float]]  # text -> vector: its `embed` returns ours, no model
     load_s: float
 
-    def calls(self, label: str, qs: list[tuple[str, np.ndarray]]) -> list[Callable[[], Any]]:
+    def calls(
+        self, label: str, qs: list[tuple[str, np.ndarray]]
+    ) -> list[Callable[[], Awaitable[Any]]]:
+        """One `asearch` (limit 3) per query, its vector looked up by a key of its own."""
         out = []
         for n, (user, q) in enumerate(qs):
             key = f"query {label} {n}"
@@ -191,6 +209,8 @@ class LangGraphSide:
 
 @asynccontextmanager
 async def langgraph_side(url: str, data: Data) -> AsyncIterator[LangGraphSide]:
+    """LangGraph's store on the same database, loaded with `data` through `abatch` (HNSW,
+    cosine, m 16, ef_construction 200), vacuumed and checkpointed; open until the block ends."""
     from langgraph.store.base import PutOp
     from langgraph.store.postgres.aio import AsyncPostgresStore
 
@@ -234,26 +254,14 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
         data = await make_data(n, n <= args.real_upto, store, rng, pairs)
         kind = "real MiniLM" if data.real else "synthetic clustered"
         t0 = time.perf_counter()
-        # one import of every user's turns, as `recall import` does (user by user in the file)
-        ids = iter(await store.add_turns(
-            ({"user_id": user, "user_message": a, "ai_response": b, "embedding": v}
-             for user, texts in data.texts.items()
-             for (a, b), v in zip(texts, data.vectors[user], strict=True)),
-            batch_size=5000,
-        ))  # fmt: skip
-        for user, texts in data.texts.items():
-            data.ids[user] = [next(ids) for _ in texts]
+        await load(store, data)
         import_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         indexed = await store.optimize()
         hnsw_s = time.perf_counter() - t0
-        owner = await connect_once(url)  # VACUUM is the owner's, not the app role's
+        await settle(url)
+        owner = await connect_once(url)
         try:
-            # the steady state autovacuum reaches (statistics, visibility map), before timing:
-            # otherwise autovacuum processes the freshly loaded table during the measurements
-            await owner.execute("VACUUM (ANALYZE) recall.memories")
-            # the load's dirty pages written now, not by a checkpoint spread over the timings
-            await owner.execute("CHECKPOINT")
             cur = await owner.execute("SELECT pg_total_relation_size('recall.memories')")
             size_row = await cur.fetchone()
         finally:
@@ -277,17 +285,17 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
             if side is not None:
                 lg = {"load_s": side.load_s}
             for label, items in qs.items():
-                calls: dict[str, list[Callable[[], Awaitable[Any]]]] = {
+                by_system: dict[str, list[Callable[[], Awaitable[Any]]]] = {
                     "ours": [our_call(store, u, q) for u, q in items]
                 }
                 if side is not None:
-                    calls["theirs"] = side.calls(label, items)
+                    by_system["theirs"] = side.calls(label, items)
                 # the first pass, each system's first touch of each user's pages, system by
                 # system; then the measured pass with the systems taking turns in blocks
                 first = {
-                    name: (await timed(system_calls))[0] for name, system_calls in calls.items()
+                    name: (await timed(system_calls))[0] for name, system_calls in by_system.items()
                 }
-                warm = await timed_interleaved(calls)
+                warm = await timed_interleaved(by_system)
                 times, found = warm["ours"]
                 hits = sum(
                     len({m.id for m in res} & exact_top(data, u, q))
@@ -404,6 +412,7 @@ async def main() -> None:
     parser.add_argument("--data", type=Path, default=LOCOMO, help="LoCoMo JSON (the texts)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    revision = git_revision()  # the code that runs, whatever changes during the run
     rows = []
     for n in sizes:
         started = time.perf_counter()
@@ -414,7 +423,7 @@ async def main() -> None:
     body = f"""## Latency at scale, side by side with LangGraph's AsyncPostgresStore
 
 `python benchmarks/latency.py --sizes {args.sizes} --queries {args.queries}` on {machine()},
-commit {git_revision()}. recall@3 is against an exact (numpy) search over the user's own
+commit {revision}. recall@3 is against an exact (numpy) search over the user's own
 memories; "short" counts LangGraph queries that returned fewer than 3 results. Same database,
 same vectors, same users and queries for both systems. Every query list runs twice; the
 figures are the second pass, in which the two systems take turns in blocks of {BLOCK} queries

@@ -1,7 +1,7 @@
 """Connection pool size under concurrent searches, as ratios measured in one run.
 
     python benchmarks/pool_size.py [--rows 100000] [--sizes 2,4,10,20] [--clients 8,32]
-                                   [--queries 400] [--rounds 5]
+                                   [--queries 400] [--rounds 8]
 
 Loads --rows memories as the latency benchmark does (its skewed users, LoCoMo turn pairs as
 texts, clustered synthetic vectors), vacuums and checkpoints, then opens one store per pool
@@ -21,17 +21,18 @@ import argparse
 import asyncio
 import sys
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, table
-from latency import LOCOMO, conversation_pairs, make_data, queries_for
+from common import fresh_database, git_revision, machine, publish, run, settle, table
+from latency import LOCOMO, conversation_pairs, load, make_data, queries_for
 
 from recall.config import Settings
-from recall.db import connect_once, open_pool
+from recall.db import open_pool
 from recall.store import MemoryStore
 
 Query = tuple[str, np.ndarray]
@@ -58,12 +59,13 @@ async def burst(
 
 
 async def main() -> None:
+    """Load, then time each pool size under each number of clients; print and write."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--sizes", default="2,4,10,20", help="pool sizes to compare")
     parser.add_argument("--clients", default="8,32", help="concurrent clients")
     parser.add_argument("--queries", type=int, default=400, help="searches per burst")
-    parser.add_argument("--rounds", type=int, default=5, help="counted rounds (after a warm-up)")
+    parser.add_argument("--rounds", type=int, default=8, help="counted rounds (after a warm-up)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -71,6 +73,7 @@ async def main() -> None:
     default = Settings().connection_pool_size
     if default not in sizes:
         raise SystemExit(f"--sizes must include the default pool size ({default})")
+    revision = git_revision()  # the code that runs, whatever changes during the run
     rng = np.random.default_rng(args.rows)
     url = await fresh_database("recall_bench_pool_size")
     settings = Settings(database_url=url, embedding_cache_ttl=0)
@@ -78,36 +81,26 @@ async def main() -> None:
     runs: dict[tuple[int, int], list[tuple[float, list[float]]]] = {}
     async with MemoryStore.connect(settings) as loader:
         data = await make_data(args.rows, False, loader, rng, conversation_pairs(LOCOMO))
-        await loader.add_turns(
-            ({"user_id": user, "user_message": a, "ai_response": b, "embedding": v}
-             for user, texts in data.texts.items()
-             for (a, b), v in zip(texts, data.vectors[user], strict=True)),
-            batch_size=5000,
-        )  # fmt: skip
-        owner = await connect_once(url)
-        try:
-            await owner.execute("VACUUM (ANALYZE) recall.memories")
-            await owner.execute("CHECKPOINT")
-        finally:
-            await owner.close()
+        await load(loader, data)
+        await settle(url)
         typical = [u for u in data.users if not u.startswith("large")]
         queries = queries_for(data, typical, args.queries, rng)
-        stores = {
-            size: MemoryStore(await open_pool(url, max_size=size), loader.embedder, settings)
-            for size in sizes
-        }
-        try:
-            for round_ in range(args.rounds + 1):
+        async with AsyncExitStack() as stack:
+            stores: dict[int, MemoryStore] = {}
+            for size in sizes:
+                pool = await open_pool(url, max_size=size)
+                stores[size] = MemoryStore(pool, loader.embedder, settings)
+                stack.push_async_callback(stores[size].close)
+            for round_ in range(args.rounds + 1):  # round 0 warms up and is not counted
                 for clients in client_counts:
-                    shift = round_ % len(sizes)
+                    # each order of the sizes counts equally often when --rounds is a
+                    # multiple of the number of sizes
+                    shift = (round_ - 1) % len(sizes)
                     for size in sizes[shift:] + sizes[:shift]:
                         result = await burst(stores[size], queries, clients)
                         if round_:
                             runs.setdefault((clients, size), []).append(result)
-        finally:
-            for store in stores.values():
-                await store.close()
-    report(args, sizes, client_counts, default, runs)
+    report(args, revision, sizes, client_counts, default, runs)
 
 
 def summary(results: list[tuple[float, list[float]]]) -> tuple[float, float, float, float]:
@@ -124,11 +117,13 @@ def summary(results: list[tuple[float, list[float]]]) -> tuple[float, float, flo
 
 def report(
     args: argparse.Namespace,
+    revision: str,
     sizes: list[int],
     client_counts: list[int],
     default: int,
     runs: dict[tuple[int, int], list[tuple[float, list[float]]]],
 ) -> None:
+    """The table: medians over rounds, and ratios to the default size."""
     rows: list[list[object]] = []
     for clients in client_counts:
         base_rate, _, base_p95, _ = summary(runs[(clients, default)])
@@ -150,7 +145,7 @@ def report(
 
 `python benchmarks/pool_size.py --rows {args.rows} --sizes {args.sizes} --clients
 {args.clients} --queries {args.queries} --rounds {args.rounds}` on {machine()}, commit
-{git_revision()}. One store per pool size on the same {args.rows:,}-memory database (LoCoMo
+{revision}. One store per pool size on the same {args.rows:,}-memory database (LoCoMo
 texts, clustered synthetic vectors), the sizes taking turns in a rotated order; each burst is
 {args.queries} semantic searches of typical users (precomputed query vectors) shared by the
 clients. Figures are medians over {args.rounds} rounds after a warm-up round; the ratios

@@ -1,4 +1,5 @@
-"""Every benchmark logs as deployed: structlog configured, INFO and up, no debug events."""
+"""The benchmarks' shared machinery: every script logs as deployed (structlog configured,
+INFO and up, no debug events), and compared systems are timed in turns."""
 
 from __future__ import annotations
 
@@ -93,3 +94,16 @@ async def test_timed_interleaved_takes_turns_in_blocks_and_turns_the_order(
         times, results = out[name]
         assert results == [(name, i) for i in range(5)]  # in the queries' order
         assert len(times) == 5 and all(t >= 0 for t in times)
+
+
+async def test_timed_interleaved_refuses_systems_with_different_queries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from latency import timed_interleaved
+
+    async def nothing() -> None:
+        return None
+
+    with pytest.raises(ValueError, match="same number of calls"):
+        await timed_interleaved({"ours": [nothing] * 3, "theirs": [nothing] * 2}, block=2)
