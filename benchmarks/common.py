@@ -63,6 +63,15 @@ async def settle(url: str) -> None:
         await owner.close()
 
 
+def counts(text: str, *, default: int, option: str) -> list[int]:
+    """The comma-separated whole numbers of a command-line option, which must include the
+    setting's default (the ratios in the report are to it)."""
+    values = [int(v) for v in text.split(",")]
+    if default not in values:
+        raise SystemExit(f"{option} must include the default ({default})")
+    return values
+
+
 def table(headers: list[str], rows: list[list[object]]) -> str:
     """A Markdown table."""
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]

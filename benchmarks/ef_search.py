@@ -24,13 +24,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, settle, table
-from latency import LOCOMO, conversation_pairs, exact_top, load, make_data, queries_for
+from common import counts, git_revision, machine, publish, run, table
+from latency import exact_top, indexed_database, queries_for
 from overheads import app_connection, pcts
 
 from recall.config import Settings
 from recall.sql import query
-from recall.store import MemoryStore
 
 BLOCK = 25
 
@@ -49,19 +48,11 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="counted passes (after a warm-up)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    efs = [int(e) for e in args.efs.split(",")]
     default = Settings().hnsw_ef_search
-    if default not in efs:
-        raise SystemExit(f"--efs must include the default ef_search ({default})")
+    efs = counts(args.efs, default=default, option="--efs")
     revision = git_revision()  # the code that runs, whatever changes during the run
     rng = np.random.default_rng(args.rows)
-    url = await fresh_database("recall_bench_ef_search")
-    settings = Settings(database_url=url, embedding_cache_ttl=0)
-    async with MemoryStore.connect(settings) as store:
-        data = await make_data(args.rows, False, store, rng, conversation_pairs(LOCOMO))
-        await load(store, data)
-        indexed = await store.optimize()
-    await settle(url)
+    url, data, indexed = await indexed_database("recall_bench_ef_search", args.rows, rng)
     if len(indexed) != 1:
         raise SystemExit(
             f"--rows {args.rows} gives {len(indexed)} users with an index of their own; this "

@@ -31,14 +31,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, settle, table
-from latency import LOCOMO, conversation_pairs, load, make_data, queries_for
+from common import git_revision, machine, publish, run, table
+from latency import indexed_database, queries_for
 from overheads import app_connection, pcts
 
-from recall.config import Settings
 from recall.rls import scope
 from recall.sql import query
-from recall.store import MemoryStore
 
 BLOCK = 25  # searches per variant before switching to the other
 EF_SEARCH = 100  # the default hnsw_ef_search
@@ -76,13 +74,7 @@ async def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     rng = np.random.default_rng(args.rows)
-    url = await fresh_database("recall_bench_indexed_search")
-    settings = Settings(database_url=url, embedding_cache_ttl=0)
-    async with MemoryStore.connect(settings) as store:
-        data = await make_data(args.rows, False, store, rng, conversation_pairs(LOCOMO))
-        await load(store, data)
-        indexed = await store.optimize()
-    await settle(url)
+    url, data, indexed = await indexed_database("recall_bench_indexed_search", args.rows, rng)
     [large] = indexed
     queries = [
         {"user_id": u, "query": q, "max_distance": 2.0, "limit": 3, "candidates": EF_SEARCH}

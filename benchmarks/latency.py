@@ -119,6 +119,21 @@ async def load(store: MemoryStore, data: Data) -> None:
         data.ids[user] = [next(ids) for _ in texts]
 
 
+async def indexed_database(
+    name: str, rows: int, rng: np.random.Generator
+) -> tuple[str, Data, list[str]]:
+    """A fresh database `name` with `rows` memories of the skewed users (LoCoMo texts,
+    clustered synthetic vectors), every large user's HNSW index built (`MemoryStore.optimize`),
+    vacuumed and checkpointed. Returns its URL, the data and the users with an index."""
+    url = await fresh_database(name)
+    async with MemoryStore.connect(Settings(database_url=url, embedding_cache_ttl=0)) as store:
+        data = await make_data(rows, False, store, rng, conversation_pairs(LOCOMO))
+        await load(store, data)
+        indexed = await store.optimize()
+    await settle(url)
+    return url, data, indexed
+
+
 def pct(values: list[float]) -> tuple[str, str, str]:
     return tuple(f"{np.percentile(values, p):.2f}" for p in (50, 95, 99))  # type: ignore[return-value]
 

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, settle, table
+from common import counts, fresh_database, git_revision, machine, publish, run, settle, table
 from latency import LOCOMO, conversation_pairs, load, make_data, queries_for
 
 from recall.config import Settings
@@ -68,11 +68,9 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="counted rounds (after a warm-up)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    client_counts = [int(c) for c in args.clients.split(",")]
     default = Settings().connection_pool_size
-    if default not in sizes:
-        raise SystemExit(f"--sizes must include the default pool size ({default})")
+    sizes = counts(args.sizes, default=default, option="--sizes")
+    client_counts = [int(c) for c in args.clients.split(",")]
     revision = git_revision()  # the code that runs, whatever changes during the run
     rng = np.random.default_rng(args.rows)
     url = await fresh_database("recall_bench_pool_size")

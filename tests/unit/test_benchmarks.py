@@ -107,3 +107,12 @@ async def test_timed_interleaved_refuses_systems_with_different_queries(
 
     with pytest.raises(ValueError, match="same number of calls"):
         await timed_interleaved({"ours": [nothing] * 3, "theirs": [nothing] * 2}, block=2)
+
+
+def test_counts_reads_the_option_and_requires_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from common import counts
+
+    assert counts("2,4,10,20", default=10, option="--sizes") == [2, 4, 10, 20]
+    with pytest.raises(SystemExit, match=r"--sizes must include the default \(10\)"):
+        counts("2,4", default=10, option="--sizes")
