@@ -10,7 +10,7 @@ import re
 import subprocess
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
@@ -21,6 +21,7 @@ from recall.logs import configure_logging
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_DATA_DIR = ROOT / ".recall" / "bench-pgdata"
+T = TypeVar("T")
 
 
 def run(main: Callable[[], Coroutine[Any, Any, None] | None]) -> None:
@@ -61,6 +62,13 @@ async def settle(url: str) -> None:
         await owner.execute("CHECKPOINT")
     finally:
         await owner.close()
+
+
+def rotated(items: list[T], turn: int) -> list[T]:
+    """`items` started at position `turn` (modulo their number): the order for the turn-th
+    block when compared variants take turns, so each goes first equally often."""
+    k = turn % len(items)
+    return items[k:] + items[:k]
 
 
 def counts(text: str, *, default: int, option: str) -> list[int]:

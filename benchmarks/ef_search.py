@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import counts, git_revision, machine, publish, run, table
+from common import counts, git_revision, machine, publish, rotated, run, table
 from latency import exact_top, indexed_database, queries_for
 from overheads import app_connection, pcts
 
@@ -60,6 +60,7 @@ async def main() -> None:
         )
     [large] = indexed
     queries = queries_for(data, [large], args.queries, rng)
+    truth = [exact_top(data, user, q) for user, q in queries]  # once, for every count and round
     conn = await app_connection(url)
     times: dict[int, list[float]] = {ef: [] for ef in efs}
     hits = dict.fromkeys(efs, 0)
@@ -67,10 +68,11 @@ async def main() -> None:
         turn = 0  # counts blocks across rounds, so each count goes first equally often
         for round_ in range(args.rounds + 1):  # round 0 warms up and is not counted
             for start in range(0, len(queries), BLOCK):
-                shift = turn % len(efs)
-                turn += 1
-                for ef in efs[shift:] + efs[:shift]:
-                    for user, q in queries[start : start + BLOCK]:
+                block = list(
+                    zip(queries[start : start + BLOCK], truth[start : start + BLOCK], strict=True)
+                )
+                for ef in rotated(efs, turn):
+                    for (user, q), top in block:
                         params = search_params(user, q, ef)
                         t0 = time.perf_counter()
                         cur = await conn.execute(query("search_indexed"), params)
@@ -78,7 +80,8 @@ async def main() -> None:
                         elapsed = (time.perf_counter() - t0) * 1000
                         if round_:
                             times[ef].append(elapsed)
-                            hits[ef] += len({str(r[0]) for r in rows} & exact_top(data, user, q))
+                            hits[ef] += len({str(r[0]) for r in rows} & top)
+                turn += 1
     finally:
         await conn.close()
     report(args, revision, data.users[large], efs, default, times, hits, args.rounds * len(queries))

@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import fresh_database, git_revision, machine, publish, run, settle, table
+from common import fresh_database, git_revision, machine, publish, rotated, run, settle, table
 from langchain_core.messages import HumanMessage
 from locomo import load as load_locomo
 
@@ -168,7 +168,7 @@ async def timed_interleaved(
         raise ValueError("every system needs the same number of calls (the same queries)")
     out: dict[str, tuple[list[float], list[Any]]] = {name: ([], []) for name in names}
     for b, start in enumerate(range(0, len(calls[names[0]]), block)):
-        for name in names[b % len(names) :] + names[: b % len(names)]:
+        for name in rotated(names, b):
             times, results = await timed(calls[name][start : start + block])
             out[name][0].extend(times)
             out[name][1].extend(results)
@@ -311,17 +311,17 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
                     name: (await timed(system_calls))[0] for name, system_calls in by_system.items()
                 }
                 warm = await timed_interleaved(by_system)
+                truth = [exact_top(data, u, q) for u, q in items]  # once, for both systems
                 times, found = warm["ours"]
                 hits = sum(
-                    len({m.id for m in res} & exact_top(data, u, q))
-                    for res, (u, q) in zip(found, items, strict=True)
+                    len({m.id for m in res} & top) for res, top in zip(found, truth, strict=True)
                 )
                 results[label] = (pct(times), hits / (3 * len(items)), pct(first["ours"]))
                 if lg is not None:
                     their_times, their_found = warm["theirs"]
                     their_hits = sum(
-                        len({r.key for r in res} & exact_top(data, u, q))
-                        for res, (u, q) in zip(their_found, items, strict=True)
+                        len({r.key for r in res} & top)
+                        for res, top in zip(their_found, truth, strict=True)
                     )
                     short = sum(len(res) < 3 for res in their_found)
                     lg[label] = (pct(their_times), their_hits / (3 * len(items)), short,
@@ -372,9 +372,7 @@ async def run_size(n: int, args: argparse.Namespace) -> list[list[object]]:
                 for k in range(per_client):
                     u, q = qs["typical"][(c * per_client + k) % len(qs["typical"])]
                     t = time.perf_counter()
-                    await store.search(
-                        u, "q", similarity_threshold=0.0, mode="semantic", query_vector=q
-                    )
+                    await our_call(store, u, q)()
                     lat.append((time.perf_counter() - t) * 1000)
 
             t0 = time.perf_counter()

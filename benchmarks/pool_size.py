@@ -28,8 +28,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import counts, fresh_database, git_revision, machine, publish, run, settle, table
-from latency import LOCOMO, conversation_pairs, load, make_data, queries_for
+from common import (
+    counts,
+    fresh_database,
+    git_revision,
+    machine,
+    publish,
+    rotated,
+    run,
+    settle,
+    table,
+)
+from latency import LOCOMO, conversation_pairs, load, make_data, our_call, queries_for
 
 from recall.config import Settings
 from recall.db import open_pool
@@ -48,9 +58,7 @@ async def burst(
     async def client() -> None:
         for user, vector in pending:  # a shared iterator: each query is taken once
             t0 = time.perf_counter()
-            await store.search(
-                user, "q", limit=3, similarity_threshold=0.0, mode="semantic", query_vector=vector
-            )
+            await our_call(store, user, vector)()
             latencies.append((time.perf_counter() - t0) * 1000)
 
     t0 = time.perf_counter()
@@ -93,8 +101,7 @@ async def main() -> None:
                 for clients in client_counts:
                     # each order of the sizes counts equally often when --rounds is a
                     # multiple of the number of sizes
-                    shift = (round_ - 1) % len(sizes)
-                    for size in sizes[shift:] + sizes[:shift]:
+                    for size in rotated(sizes, round_ - 1):
                         result = await burst(stores[size], queries, clients)
                         if round_:
                             runs.setdefault((clients, size), []).append(result)

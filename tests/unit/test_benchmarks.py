@@ -116,3 +116,13 @@ def test_counts_reads_the_option_and_requires_the_default(monkeypatch: pytest.Mo
     assert counts("2,4,10,20", default=10, option="--sizes") == [2, 4, 10, 20]
     with pytest.raises(SystemExit, match=r"--sizes must include the default \(10\)"):
         counts("2,4", default=10, option="--sizes")
+
+
+def test_rotated_starts_each_turn_one_further(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from common import rotated
+
+    assert [rotated([2, 4, 10], turn) for turn in range(4)] == [
+        [2, 4, 10], [4, 10, 2], [10, 2, 4], [2, 4, 10],
+    ]  # fmt: skip
+    assert rotated([2, 4, 10], -1) == [10, 2, 4]  # pool_size's warm-up round
