@@ -60,6 +60,7 @@ bench: install
 	$(PY) benchmarks/indexed_search.py
 	$(PY) benchmarks/pool_size.py
 	$(PY) benchmarks/ef_search.py
+	$(PY) benchmarks/floor.py
 	$(PY) benchmarks/embedding.py
 
 clean:

@@ -126,3 +126,25 @@ def test_rotated_starts_each_turn_one_further(monkeypatch: pytest.MonkeyPatch) -
         [2, 4, 10], [4, 10, 2], [10, 2, 4], [2, 4, 10],
     ]  # fmt: skip
     assert rotated([2, 4, 10], -1) == [10, 2, 4]  # pool_size's warm-up round
+
+
+def test_floor_reads_the_execution_time_and_the_leaf_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from floor import scan_node, server_ms
+
+    leaf = {"Node Type": "Index Only Scan", "Index Name": "cover", "Relation Name": "vectors"}
+    plan = [
+        {
+            "Plan": {
+                "Node Type": "Limit",
+                "Plans": [{"Node Type": "Sort", "Plans": [{"Node Type": "Subquery Scan",
+                                                           "Plans": [leaf]}]}],
+            },
+            "Execution Time": 0.412,
+        }
+    ]  # fmt: skip
+    assert server_ms(plan) == 0.412
+    assert scan_node(plan[0]["Plan"]) == "Index Only Scan on cover"
+    assert scan_node({"Node Type": "Seq Scan", "Relation Name": "memories"}) == (
+        "Seq Scan on memories"
+    )
