@@ -143,7 +143,9 @@ async def app_connection(url: str) -> Any:
     """A connection as the store's: pgvector types, role recall_app; a fresh plan cache."""
     conn = await connect_once(url)
     await register_vector_async(conn)
-    assert await use_app_role(conn)
+    if not await use_app_role(conn):
+        await conn.close()
+        raise SystemExit("cannot SET ROLE recall_app: the searches would skip row-level security")
     return conn
 
 
