@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from recall.db import connect_once
-from recall.embedded import EmbeddedServer
+from recall.db.embedded import EmbeddedServer
+from recall.db.pool import connect_once
 from recall.logs import configure_logging
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -27,8 +27,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
 
 from recall.config import Settings
-from recall.consolidate import ConsolidationScheduler, Consolidator
-from recall.extraction import RunnableExtractor
+from recall.creation.consolidate import ConsolidationScheduler, Consolidator
+from recall.creation.extraction import RunnableExtractor
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.store import MemoryStore
 

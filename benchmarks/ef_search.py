@@ -29,7 +29,7 @@ from latency import exact_top, indexed_database, queries_for
 from overheads import app_connection, pcts
 
 from recall.config import Settings
-from recall.sql import query
+from recall.db.sql import query
 
 BLOCK = 25
 

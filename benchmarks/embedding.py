@@ -26,8 +26,8 @@ from common import git_revision, machine, publish, run, table
 from latency import LOCOMO, conversation_pairs
 
 from recall.embeddings import _MAX_TOKENS, MiniLMEmbeddings
+from recall.embeddings.onnx_encoder import OnnxEncoder, export_onnx
 from recall.memory import embedding_text
-from recall.onnx_encoder import OnnxEncoder, export_onnx
 
 BLOCK = 20  # texts per model before switching to the next one
 

@@ -55,8 +55,8 @@ from overheads import app_connection
 from pgvector.psycopg import register_vector_async
 
 from recall.config import Settings
-from recall.db import connect_once
-from recall.sql import query
+from recall.db.pool import connect_once
+from recall.db.sql import query
 from recall.store import MemoryStore
 
 EXPLAIN = b"EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON) "

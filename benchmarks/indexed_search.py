@@ -35,8 +35,8 @@ from common import git_revision, machine, publish, run, table
 from latency import indexed_database, queries_for
 from overheads import app_connection, pcts
 
-from recall.rls import scope
-from recall.sql import query
+from recall.db.rls import scope
+from recall.db.sql import query
 
 BLOCK = 25  # searches per variant before switching to the other
 EF_SEARCH = 100  # the default hnsw_ef_search

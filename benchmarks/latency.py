@@ -36,7 +36,7 @@ from langchain_core.messages import HumanMessage
 from locomo import load as load_locomo
 
 from recall.config import Settings
-from recall.db import connect_once
+from recall.db.pool import connect_once
 from recall.nodes import create_retrieve_memories_node
 from recall.store import MemoryStore
 

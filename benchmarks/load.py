@@ -25,14 +25,14 @@ from common import ROOT, git_revision, machine, publish, run, table
 from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
-from recall.db import connect_once
-from recall.embedded import EmbeddedServer
+from recall.db.embedded import EmbeddedServer
+from recall.db.outbox import Outbox
+from recall.db.pool import connect_once
 from recall.metrics import RetrievalMetrics
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.outbox import Outbox
-from recall.runtime import provider_for
+from recall.nodes.writer import TurnWriter
 from recall.store import MemoryStore
-from recall.writer import TurnWriter
+from recall.store.shared import provider_for
 
 TOPICS = ["hiking", "the dog", "work", "a trip", "music", "cooking", "books", "the garden"]
 

@@ -29,9 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, fresh_database, git_revision, machine, publish, run, table
 
 from recall.config import Settings
-from recall.fusion import FEATURES, Candidate, FusionModel, features
-from recall.keywords import keywords_from_text
-from recall.retrieval import keyword_rows, merge_candidates, vector_rows
+from recall.db.search import keyword_rows, vector_rows
+from recall.search.fusion import FEATURES, Candidate, FusionModel, features
+from recall.search.keywords import keywords_from_text
+from recall.search.ranking import merge_candidates
 from recall.store import MemoryStore
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

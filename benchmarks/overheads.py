@@ -38,10 +38,10 @@ from pgvector.psycopg import register_vector_async
 from psycopg.types.json import Jsonb
 
 from recall.config import Settings
-from recall.db import connect_once
+from recall.db.pool import connect_once
+from recall.db.rls import scope, use_app_role
+from recall.db.sql import query
 from recall.memory import make_turn
-from recall.rls import scope, use_app_role
-from recall.sql import query
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 

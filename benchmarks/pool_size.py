@@ -42,7 +42,7 @@ from common import (
 from latency import LOCOMO, conversation_pairs, load, make_data, our_call, queries_for
 
 from recall.config import Settings
-from recall.db import open_pool
+from recall.db.pool import open_pool
 from recall.store import MemoryStore
 
 Query = tuple[str, np.ndarray]

@@ -21,9 +21,9 @@ from common import fresh_database, git_revision, machine, publish, run, table
 from pgvector.psycopg import register_vector_async
 
 from recall.config import Settings
-from recall.db import connect_once
-from recall.rls import scope, use_app_role
-from recall.sql import query
+from recall.db.pool import connect_once
+from recall.db.rls import scope, use_app_role
+from recall.db.sql import query
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 

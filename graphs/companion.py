@@ -1,5 +1,5 @@
 """Entry point for `langgraph dev`: the companion graph, nothing else."""
 
-from recall.graph import build_graph
+from recall.server.graph import build_graph
 
 graph = build_graph()

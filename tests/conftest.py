@@ -16,8 +16,8 @@ from psycopg import AsyncConnection, sql
 from psycopg.conninfo import make_conninfo
 
 from recall.config import Settings
-from recall.db import connect_once
-from recall.embedded import EmbeddedServer
+from recall.db.embedded import EmbeddedServer
+from recall.db.pool import connect_once
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 

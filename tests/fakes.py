@@ -23,7 +23,7 @@ class FailingStore:
 
 
 def provider(obj: Any) -> Any:
-    """A store provider for any object (recall.runtime.provider_for wraps only MemoryStore)."""
+    """A store provider for any object (recall.store.shared.provider_for wraps only MemoryStore)."""
 
     async def get() -> Any:
         return obj

@@ -1,8 +1,7 @@
 """recall: long-term memory for LangGraph agents on PostgreSQL + pgvector."""
 
 from recall.config import Settings
-from recall.consolidate import ConsolidationScheduler, Consolidator
-from recall.context_nodes import create_chat_summary_node, create_recent_memories_node
+from recall.creation.consolidate import ConsolidationScheduler, Consolidator
 from recall.embeddings import Embedder, MiniLMEmbeddings
 from recall.errors import (
     ConfigError,
@@ -21,8 +20,10 @@ from recall.nodes import (
     retrieve_memories,
     store_memories,
 )
-from recall.rerank import ChatModelReranker, Reranker
-from recall.search_nodes import create_keyword_search_node, create_memory_search_tool
+from recall.nodes.context import create_chat_summary_node, create_recent_memories_node
+from recall.nodes.keyword import create_keyword_search_node
+from recall.nodes.tool import create_memory_search_tool
+from recall.search.rerank import ChatModelReranker, Reranker
 from recall.store import MemoryStore
 
 __all__ = [

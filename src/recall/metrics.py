@@ -19,11 +19,14 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from recall.errors import EmbeddingError, InvalidInputError, StoreError
+
 __all__ = [
     "METRICS",
     "AlertRules",
     "Outcome",
     "RetrievalMetrics",
+    "outcome_of",
     "prometheus_registry",
 ]
 
@@ -32,6 +35,18 @@ log = structlog.stdlib.get_logger(__name__)
 Outcome = Literal["ok", "empty", "no_user", "no_message", "timeout", "embedding", "database",
                   "invalid_input", "unexpected", "config"]  # fmt: skip
 _ERRORS = ("timeout", "embedding", "database", "invalid_input", "unexpected", "config")
+
+
+def outcome_of(exc: BaseException) -> Outcome:
+    """The error kind a failure is counted under: embedding, database, invalid_input or
+    unexpected."""
+    if isinstance(exc, EmbeddingError):
+        return "embedding"
+    if isinstance(exc, StoreError):
+        return "database"
+    if isinstance(exc, InvalidInputError):
+        return "invalid_input"
+    return "unexpected"
 
 
 @dataclass(frozen=True, slots=True)

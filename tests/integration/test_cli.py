@@ -39,7 +39,7 @@ def runner(cli_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     # cached under its configuration would escape the other tests' capture_logs()): keep
     # its effect (warnings and errors only), without caching; reset after each test
     monkeypatch.setattr(
-        "recall.cli.configure_logging",
+        "recall.cli.commands.configure_logging",
         lambda **_kwargs: structlog.configure(
             wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
         ),

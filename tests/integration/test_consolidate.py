@@ -12,15 +12,15 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from structlog.testing import capture_logs
 
-from recall.consolidate import ConsolidationScheduler, Consolidator
-from recall.context_nodes import create_chat_summary_node, create_recent_memories_node
-from recall.extraction import (
+from recall.creation.consolidate import ConsolidationScheduler, Consolidator
+from recall.creation.extraction import (
     ExtractionError,
     RunnableExtractor,
     RunnableSummarizer,
     parse_memory_objects,
 )
-from recall.sql import query
+from recall.db.sql import query
+from recall.nodes.context import create_chat_summary_node, create_recent_memories_node
 from recall.store import MemoryStore
 
 DOG = {

@@ -10,9 +10,9 @@ from langchain_core.language_models import FakeListChatModel
 from psycopg import sql
 
 from recall.config import Settings
-from recall.consolidate import Consolidator
-from recall.extraction import RunnableExtractor, RunnableSummarizer
-from recall.outbox import Outbox
+from recall.creation.consolidate import Consolidator
+from recall.creation.extraction import RunnableExtractor, RunnableSummarizer
+from recall.db.outbox import Outbox
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases

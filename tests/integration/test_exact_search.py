@@ -17,11 +17,11 @@ from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection, sql
 
 from recall.config import Settings
-from recall.db import connect_once
-from recall.sql import query
+from recall.db.pool import connect_once
+from recall.db.sql import query
+from recall.db.userindex import index_name
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
-from recall.userindex import index_name
 from tests.conftest import Databases, explain_indexed_search
 
 DIMS = 64

@@ -16,13 +16,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
-from recall.db import connect_once
+from recall.db.outbox import Outbox
+from recall.db.pool import connect_once
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.outbox import Outbox
-from recall.runtime import provider_for
+from recall.nodes.writer import TurnWriter
 from recall.store import MemoryStore
+from recall.store.shared import provider_for
 from recall.testing import FakeEmbeddings
-from recall.writer import TurnWriter
 from tests.conftest import Databases
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from recall.config import Settings
 from recall.errors import InvalidInputError
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.search_nodes import create_keyword_search_node, create_memory_search_tool
+from recall.nodes.keyword import create_keyword_search_node
+from recall.nodes.tool import create_memory_search_tool
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases

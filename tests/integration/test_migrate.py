@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from recall.db import connect_once
-from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError
-from recall.migrate import (
+from recall.db.migrate import (
     apply_migrations,
     bind_embedding_space,
     ensure_extension,
     load_migrations,
     pending_migrations,
 )
+from recall.db.pool import connect_once
+from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError
 from tests.conftest import Databases
 
 
@@ -48,8 +48,8 @@ async def test_two_processes_migrating_at_once_apply_each_file_once(databases: D
     url = await databases.create()
     script = (
         "import asyncio, sys\n"
-        "from recall.db import connect_once\n"
-        "from recall.migrate import apply_migrations\n"
+        "from recall.db.pool import connect_once\n"
+        "from recall.db.migrate import apply_migrations\n"
         "async def main():\n"
         "    conn = await connect_once(sys.argv[1])\n"
         "    print(await apply_migrations(conn))\n"

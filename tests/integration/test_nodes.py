@@ -13,13 +13,13 @@ from langchain_core.runnables import RunnableConfig
 from structlog.testing import capture_logs
 
 from recall.config import Settings
+from recall.db.outbox import Outbox
 from recall.errors import EmbeddingError, StoreError
-from recall.graph import build_graph
 from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.outbox import Outbox
+from recall.nodes.writer import TurnWriter
+from recall.server.graph import build_graph
 from recall.store import MemoryStore
-from recall.writer import TurnWriter
 from tests.fakes import FailingStore, provider
 
 

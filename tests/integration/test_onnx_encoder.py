@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
-from recall import onnx_encoder
-from recall.embeddings import DEFAULT_MODEL_CACHE_DIR, MINILM_SHA256, MiniLMEmbeddings
+from recall.config import default_model_cache_dir
+from recall.embeddings import MINILM_SHA256, MiniLMEmbeddings, onnx_encoder
 from recall.errors import ConfigError, EmbeddingError
 
 pytestmark = pytest.mark.model
@@ -77,7 +77,7 @@ def test_a_failing_onnx_backend_falls_back_to_torch(
 
 
 def _cached_graph() -> Path:
-    return DEFAULT_MODEL_CACHE_DIR / onnx_encoder._cache_name(MINILM_SHA256)
+    return default_model_cache_dir() / onnx_encoder._cache_name(MINILM_SHA256)
 
 
 def test_the_export_is_reused(torch_model: MiniLMEmbeddings) -> None:

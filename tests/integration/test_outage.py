@@ -11,12 +11,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
-from recall.embedded import EmbeddedServer
+from recall.db.embedded import EmbeddedServer
+from recall.db.outbox import Outbox
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.outbox import Outbox
+from recall.nodes.writer import TurnWriter
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
-from recall.writer import TurnWriter
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from recall.db import RecentUseCheck, connect_once
+from recall.db.pool import RecentUseCheck, connect_once
 
 
 async def test_only_idle_connections_pay_for_a_check(

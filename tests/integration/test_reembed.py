@@ -1,10 +1,10 @@
 from pgvector.psycopg import register_vector_async
 
 from recall.config import Settings
-from recall.db import connect_once
+from recall.db.pool import connect_once
+from recall.db.reembed import reembed
 from recall.embeddings import Embedder
 from recall.errors import EmbeddingMismatchError
-from recall.reembed import reembed
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases

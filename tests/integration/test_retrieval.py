@@ -12,13 +12,14 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from structlog.testing import capture_logs
 
+from recall.creation.notes import read_notes
 from recall.errors import InvalidInputError
-from recall.keywords import NO_DISCUSSION_MESSAGE, NO_RESULTS_MESSAGE, RESULT_SEPARATOR
 from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node
-from recall.notes import read_notes
-from recall.rerank import rerank_memories
-from recall.search_nodes import create_keyword_search_node, create_memory_search_tool
+from recall.nodes.keyword import create_keyword_search_node
+from recall.nodes.tool import create_memory_search_tool
+from recall.search.keywords import NO_DISCUSSION_MESSAGE, NO_RESULTS_MESSAGE, RESULT_SEPARATOR
+from recall.search.rerank import rerank_memories
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 

@@ -44,8 +44,8 @@ def server(server_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     config = {
         "dependencies": [str(ROOT)],
         "graphs": {"companion": f"{ROOT}/graphs/companion.py:graph"},
-        "auth": {"path": f"{ROOT}/src/recall/auth.py:auth", "disable_studio_auth": True},
-        "http": {"app": f"{ROOT}/src/recall/app.py:app"},
+        "auth": {"path": f"{ROOT}/src/recall/server/auth.py:auth", "disable_studio_auth": True},
+        "http": {"app": f"{ROOT}/src/recall/server/app.py:app"},
     }
     (work / "langgraph.json").write_text(json.dumps(config))
     env = {

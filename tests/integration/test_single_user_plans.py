@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from recall.config import Settings
-from recall.keywords import keywords_from_text, parse_keywords
-from recall.sql import query
+from recall.db.sql import query
+from recall.db.userindex import index_name
+from recall.search.keywords import keywords_from_text, parse_keywords
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
-from recall.userindex import index_name
 from tests.conftest import Databases, explain_indexed_search
 
 USER = "plan-user"

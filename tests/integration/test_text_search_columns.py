@@ -6,7 +6,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from recall.db import connect_once
+from recall.db.pool import connect_once
 from recall.store import MemoryStore
 
 # the generated expressions of migrations 0002 and 0003, verbatim

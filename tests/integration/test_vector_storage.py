@@ -9,8 +9,8 @@ from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection
 
 from recall.config import Settings
-from recall.db import connect_once
-from recall.migrate import apply_migrations, bind_embedding_space, load_migrations
+from recall.db.migrate import apply_migrations, bind_embedding_space, load_migrations
+from recall.db.pool import connect_once
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases

@@ -3,7 +3,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recall.keywords import (
+from recall.search.keywords import (
     MAX_KEYWORDS,
     NO_DISCUSSION_MESSAGE,
     NO_RESULTS_MESSAGE,

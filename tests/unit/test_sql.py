@@ -1,7 +1,7 @@
 import pytest
 
-from recall.migrate import load_migrations
-from recall.sql import parse_blocks, query
+from recall.db.migrate import load_migrations
+from recall.db.sql import parse_blocks, query
 
 
 def test_blocks_parse_by_name() -> None:

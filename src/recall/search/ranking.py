@@ -1,31 +1,20 @@
-"""The three ways to rank a user's memories: semantic (cosine), keyword (BM25), hybrid (both).
-
-Functions over one connection; `MemoryStore.search` picks the mode and the plan.
-"""
+"""Ranking rows into memories: cosine from distance, and the fusion of the vector and keyword
+candidate lists into one calibrated order (the hybrid mode)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from psycopg import AsyncConnection
-
-from recall.embeddings import Vector
-from recall.fusion import Candidate, FusionModel
-from recall.keywords import KeywordQuery
 from recall.memory import Memory
-from recall.sql import query
+from recall.search.fusion import Candidate, FusionModel
 
 __all__ = [
-    "Mode",
     "cosine",
     "fuse",
-    "keyword_rows",
     "merge_candidates",
     "row_memory",
-    "vector_rows",
 ]
 
-Mode = Literal["semantic", "keyword", "hybrid"]
 Row = tuple[Any, ...]
 
 
@@ -48,55 +37,6 @@ def row_memory(row: Row, score: float | None = None) -> Memory:
         kind=kind,
         score=score,
     )
-
-
-async def vector_rows(
-    conn: AsyncConnection[Any],
-    *,
-    user_id: str,
-    vector: Vector,
-    limit: int,
-    max_distance: float,
-    index: str | None,
-    ef_search: int,
-) -> list[Row]:
-    """Nearest memories by cosine: the exact plan, or the user's own HNSW index."""
-    params = {
-        "user_id": user_id,
-        "query": vector,
-        "limit": limit,
-        "max_distance": max_distance,
-        "candidates": max(limit, ef_search),
-    }
-    # both are one call that sets the row-level security key itself (migrations 0005, 0010)
-    cur = await conn.execute(query("search_exact" if index is None else "search_indexed"), params)
-    return await cur.fetchall()
-
-
-async def keyword_rows(
-    conn: AsyncConnection[Any],
-    *,
-    user_id: str,
-    keywords: KeywordQuery,
-    vector: Vector | None,
-    limit: int,
-    conversation_id: str | None = None,
-) -> list[Row]:
-    """Best memories by BM25 over PostgreSQL full-text search (cosine too when `vector`)."""
-    if keywords.empty:
-        return []
-    cur = await conn.execute(
-        query("search_keyword"),
-        {
-            "user_id": user_id,
-            "tsquery": keywords.tsquery,
-            "words": keywords.words,
-            "query": vector,
-            "limit": limit,
-            "conversation_id": conversation_id,
-        },
-    )
-    return await cur.fetchall()
 
 
 def merge_candidates(

@@ -18,8 +18,8 @@ import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
+from recall.db.sql import query
 from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError, StoreError
-from recall.sql import query
 
 __all__ = [
     "MIN_PGVECTOR",
@@ -59,7 +59,7 @@ def _migrations_dir() -> Traversable:
     if packaged.is_dir():  # installed from a wheel: the files ship inside the package
         return packaged
     # editable install: the top-level migrations/ of the source tree
-    return Path(__file__).resolve().parents[2] / "migrations"
+    return Path(__file__).resolve().parents[3] / "migrations"
 
 
 def load_migrations(directory: Traversable | None = None) -> list[Migration]:

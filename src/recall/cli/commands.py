@@ -14,13 +14,13 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from recall.config import Settings
-from recall.db import connect_once, locate_database
-from recall.embedded import EmbeddedServer
+from recall.db.embedded import EmbeddedServer
+from recall.db.migrate import apply_migrations, bind_embedding_space
+from recall.db.pool import connect_once, locate_database
 from recall.embeddings import Embedder, configured_embeddings
 from recall.errors import ConfigError, InvalidInputError, RecallError
 from recall.logs import configure_logging
 from recall.memory import Memory
-from recall.migrate import apply_migrations, bind_embedding_space
 from recall.store import MemoryStore
 
 __all__ = ["app", "main"]
@@ -213,7 +213,7 @@ def import_notes(
 ) -> None:
     """Import MEMORY.md and memory/YYYY-MM-DD.md notes as searchable memories (one per
     paragraph, dated by file name). Re-running it stores nothing twice."""
-    from recall.notes import note_files, read_notes
+    from recall.creation.notes import note_files, read_notes
 
     files = note_files(directory)
     if not files:
@@ -275,7 +275,7 @@ def forget(
     if not yes:
         typer.confirm(f"Erase every memory of {user!r}?", abort=True)
 
-    from recall.outbox import Outbox
+    from recall.db.outbox import Outbox
 
     async def go() -> int:
         settings = Settings.from_env()
@@ -343,7 +343,7 @@ def reembed(
     Searches keep working while it runs; restart your app with the new model afterwards."""
     from pgvector.psycopg import register_vector_async
 
-    from recall.reembed import reembed as run_reembed
+    from recall.db.reembed import reembed as run_reembed
 
     async def go() -> tuple[int, list[str]]:
         settings = Settings.from_env()
@@ -391,9 +391,9 @@ def consolidate(
 ) -> None:
     """Write model-made memories for every conversation with unprocessed turns, now (partial
     chunks included). Needs RECALL_CHAT_MODEL (e.g. openai:gpt-4o-mini)."""
-    from recall.consolidate import Consolidator
-    from recall.extraction import RunnableExtractor, RunnableSummarizer
-    from recall.sql import query
+    from recall.creation.consolidate import Consolidator
+    from recall.creation.extraction import RunnableExtractor, RunnableSummarizer
+    from recall.db.sql import query
 
     spec = os.environ.get("RECALL_CHAT_MODEL")
     if not spec:
@@ -451,11 +451,11 @@ def chat(
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from recall.graph import build_graph
+    from recall.db.outbox import Outbox
     from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-    from recall.outbox import Outbox
-    from recall.runtime import provider_for
-    from recall.writer import TurnWriter
+    from recall.nodes.writer import TurnWriter
+    from recall.server.graph import build_graph
+    from recall.store.shared import provider_for
 
     async def go() -> None:
         settings = Settings.from_env()

@@ -17,8 +17,8 @@ from starlette.routing import Route
 
 from recall.logs import configure_logging
 from recall.metrics import METRICS, prometheus_registry
-from recall.runtime import close_default_store, get_default_store
 from recall.store import MemoryStore
+from recall.store.shared import close_default_store, get_default_store
 
 __all__ = ["app"]
 

@@ -8,9 +8,9 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
+from recall.db.sql import query
 from recall.embeddings import Vector
 from recall.memory import Turn
-from recall.sql import query
 
 __all__ = ["copy_turns"]
 

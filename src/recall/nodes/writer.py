@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 import structlog
 
+from recall.db.outbox import Outbox
 from recall.errors import InvalidInputError
 from recall.memory import make_turn
-from recall.outbox import Outbox
-from recall.runtime import StoreProvider
+from recall.store.shared import StoreProvider
 
 __all__ = ["TurnWriter", "WriteOutcome"]
 
@@ -31,7 +31,7 @@ class TurnWriter:
     """Writes turns to the store through a durable queue.
 
     Args:
-        store: provides the store (see `recall.runtime.provider_for`).
+        store: provides the store (see `recall.store.shared.provider_for`).
         outbox: the durable queue.
         wait_s: how long `submit` waits for the database before handing the turn off.
         retry_initial_s: first pause of the drainer after a failure (doubles up to `retry_max_s`).

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from psycopg import AsyncConnection
 
-from recall.sql import query
+from recall.db.sql import query
 
 __all__ = ["as_owner", "scope", "use_app_role"]
 

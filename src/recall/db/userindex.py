@@ -16,7 +16,7 @@ import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
-from recall.sql import query
+from recall.db.sql import query
 
 __all__ = ["build_user_index", "drop_user_index", "index_name"]
 

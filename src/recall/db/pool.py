@@ -15,10 +15,10 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from recall.config import Settings
-from recall.embedded import EmbeddedServer
+from recall.db.embedded import EmbeddedServer
+from recall.db.rls import use_app_role
+from recall.db.sql import query
 from recall.errors import ExtensionMissingError, StoreError
-from recall.rls import use_app_role
-from recall.sql import query
 
 __all__ = ["Database", "RecentUseCheck", "connect_once", "locate_database", "open_pool"]
 

@@ -13,10 +13,10 @@ from typing import Any
 import structlog
 from psycopg import AsyncConnection, sql
 
+from recall.db.migrate import lock_schema
+from recall.db.sql import query
 from recall.embeddings import Embedder
 from recall.memory import embedding_text
-from recall.migrate import lock_schema
-from recall.sql import query
 
 __all__ = ["reembed"]
 

@@ -32,7 +32,7 @@ def parse_blocks(text: str) -> dict[str, bytes]:
 
 @cache
 def _blocks() -> dict[str, bytes]:
-    return parse_blocks(resources.files("recall").joinpath("queries.sql").read_text("utf-8"))
+    return parse_blocks(resources.files("recall.db").joinpath("queries.sql").read_text("utf-8"))
 
 
 def query(name: str) -> bytes:

@@ -15,11 +15,11 @@ import psycopg
 import structlog
 from psycopg.types.json import Jsonb
 
-from recall.extraction import MemoryExtractor, MemoryObject, Summarizer
+from recall.creation.extraction import MemoryExtractor, MemoryObject, Summarizer
+from recall.db.sql import query
 from recall.memory import make_turn
-from recall.runtime import StoreProvider, provider_for
-from recall.sql import query
 from recall.store import MemoryStore
+from recall.store.shared import StoreProvider, provider_for
 
 __all__ = ["ConsolidationResult", "ConsolidationScheduler", "Consolidator"]
 

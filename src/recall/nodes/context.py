@@ -9,12 +9,12 @@ import structlog
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from recall.db.sql import query
 from recall.messages import message_text, thread_id, user_id_from_config
-from recall.retrieval import row_memory
-from recall.runtime import StoreProvider, provider_for
-from recall.search_nodes import memory_text
-from recall.sql import query
+from recall.nodes.text import memory_text
+from recall.search.ranking import row_memory
 from recall.store import MemoryStore
+from recall.store.shared import StoreProvider, provider_for
 
 __all__ = ["create_chat_summary_node", "create_recent_memories_node"]
 

@@ -27,20 +27,22 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from recall.bulk import copy_turns
 from recall.config import Settings
-from recall.db import Database, connect_once, locate_database, open_pool
+from recall.db.bulk import copy_turns
+from recall.db.migrate import apply_migrations, bind_embedding_space, pending_migrations
+from recall.db.outbox import Outbox
+from recall.db.pool import Database, connect_once, locate_database, open_pool
+from recall.db.rls import as_owner, scope
+from recall.db.search import keyword_rows, vector_rows
+from recall.db.sql import query
+from recall.db.userindex import build_user_index, drop_user_index, index_name
 from recall.embeddings import Embedder, Vector, configured_embeddings
 from recall.errors import InvalidInputError, MigrationError, RecallError, StoreError
-from recall.fusion import DEFAULT_FUSION, FusionModel
-from recall.keywords import keywords_from_text, parse_keywords
 from recall.memory import Memory, Turn, clean_id, clean_text, make_turn
-from recall.migrate import apply_migrations, bind_embedding_space, pending_migrations
-from recall.outbox import Outbox
-from recall.retrieval import Mode, cosine, fuse, keyword_rows, row_memory, vector_rows
-from recall.rls import as_owner, scope
-from recall.sql import query
-from recall.userindex import build_user_index, drop_user_index, index_name
+from recall.search.fusion import DEFAULT_FUSION, FusionModel
+from recall.search.keywords import keywords_from_text, parse_keywords
+from recall.search.modes import MODES, Mode
+from recall.search.ranking import cosine, fuse, row_memory
 
 __all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
 
@@ -63,7 +65,6 @@ def _chunks(items: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapp
 
 
 MAX_LIMIT = 1000
-_MODES = ("semantic", "keyword", "hybrid")
 
 
 def _check_limit(limit: object, name: str = "limit") -> int:
@@ -466,8 +467,8 @@ class MemoryStore:
         text = clean_text(query_text, "query", max_length=self.settings.max_query_length)
         limit = _check_limit(limit)
         threshold = _check_threshold(similarity_threshold)
-        if mode not in _MODES:
-            raise InvalidInputError(f"mode must be one of {', '.join(_MODES)}, not {mode!r}")
+        if mode not in MODES:
+            raise InvalidInputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         vector = (
             self.embedder.check_vector(query_vector)
             if query_vector is not None

@@ -1,0 +1,65 @@
+"""Search statements: a user's nearest memories by cosine (the exact plan or their own HNSW
+index) and their best memories by BM25."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from recall.db.sql import query
+from recall.embeddings import Vector
+from recall.search.keywords import KeywordQuery
+
+__all__ = ["keyword_rows", "vector_rows"]
+
+Row = tuple[Any, ...]
+
+
+async def vector_rows(
+    conn: AsyncConnection[Any],
+    *,
+    user_id: str,
+    vector: Vector,
+    limit: int,
+    max_distance: float,
+    index: str | None,
+    ef_search: int,
+) -> list[Row]:
+    """Nearest memories by cosine: the exact plan, or the user's own HNSW index."""
+    params = {
+        "user_id": user_id,
+        "query": vector,
+        "limit": limit,
+        "max_distance": max_distance,
+        "candidates": max(limit, ef_search),
+    }
+    # both are one call that sets the row-level security key itself (migrations 0005, 0010)
+    cur = await conn.execute(query("search_exact" if index is None else "search_indexed"), params)
+    return await cur.fetchall()
+
+
+async def keyword_rows(
+    conn: AsyncConnection[Any],
+    *,
+    user_id: str,
+    keywords: KeywordQuery,
+    vector: Vector | None,
+    limit: int,
+    conversation_id: str | None = None,
+) -> list[Row]:
+    """Best memories by BM25 over PostgreSQL full-text search (cosine too when `vector`)."""
+    if keywords.empty:
+        return []
+    cur = await conn.execute(
+        query("search_keyword"),
+        {
+            "user_id": user_id,
+            "tsquery": keywords.tsquery,
+            "words": keywords.words,
+            "query": vector,
+            "limit": limit,
+            "conversation_id": conversation_id,
+        },
+    )
+    return await cur.fetchall()

@@ -1,0 +1,67 @@
+"""The `memory_search` tool: an agent searches the authenticated user's memories."""
+
+from __future__ import annotations
+
+import time
+
+import structlog
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+
+from recall.messages import user_id_from_config
+from recall.nodes.text import format_memory
+from recall.search.modes import Mode
+from recall.store import MemoryStore
+from recall.store.shared import StoreProvider, provider_for
+
+__all__ = ["create_memory_search_tool"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+def create_memory_search_tool(
+    store: MemoryStore | StoreProvider | None = None,
+    *,
+    mode: Mode = "hybrid",
+    max_results_cap: int = 50,
+) -> BaseTool:
+    """Make the `memory_search(query, max_results=10)` tool (seed 002) for an agent.
+
+    The tool searches the memories of the user in `config["configurable"]
+    ["langgraph_auth_user"]`; the model's arguments hold only the query and a count, so the
+    model can never choose whose memories it reads. Results show date, conversation (or note
+    file) and score. No threshold: the agent asked, it gets the best matches.
+    """
+    provider = provider_for(store)
+
+    async def memory_search(query: str, max_results: int = 10, *, config: RunnableConfig) -> str:
+        started = time.perf_counter()
+        user_id = user_id_from_config(config)
+        if user_id is None:
+            return "Memory search is unavailable: no authenticated user."
+        count = max(1, min(int(max_results), max_results_cap))
+        try:
+            found = await (await provider()).search(
+                user_id, query, limit=count, similarity_threshold=0.0, mode=mode
+            )
+        except Exception as exc:
+            log.error("memory.tool.error", kind=type(exc).__name__, error=str(exc))
+            return "Memory search failed; try again later."
+        log.info(
+            "memory.tool.done",
+            count=len(found),
+            latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        if not found:
+            return f"No memories found for {query!r}."
+        return "\n\n".join(format_memory(i, m) for i, m in enumerate(found, start=1))
+
+    return StructuredTool.from_function(
+        coroutine=memory_search,
+        name="memory_search",
+        description=(
+            "Search your long-term memory of this user: past conversations and notes. Use it "
+            "when the user refers to something from before, or when facts about them would "
+            "help. Returns the best matches with their date."
+        ),
+    )

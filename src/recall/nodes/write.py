@@ -1,0 +1,136 @@
+"""The writer node: `store_memories` stores each user/AI turn pair after the reply, through the
+durable `TurnWriter`, and never fails the turn."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+from langchain_core.runnables import RunnableConfig
+
+from recall.config import Settings
+from recall.creation.consolidate import ConsolidationScheduler
+from recall.db.outbox import Outbox
+from recall.errors import InvalidInputError
+from recall.messages import (
+    is_error_response,
+    latest_turn,
+    message_text,
+    thread_id,
+    user_id_from_config,
+)
+from recall.metrics import outcome_of
+from recall.nodes.retrieve import Node
+from recall.nodes.writer import TurnWriter
+from recall.store import MemoryStore
+from recall.store.shared import StoreProvider, provider_for
+
+__all__ = ["create_store_memories_node", "store_memories"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+def create_store_memories_node(
+    store: MemoryStore | StoreProvider | None = None,
+    *,
+    writer: TurnWriter | None = None,
+    settings: Settings | None = None,
+    queue_path: Path | None = None,
+    wait_s: float = 2.0,
+    consolidation: ConsolidationScheduler | None = None,
+) -> Node:
+    """Make a `store_memories` node: stores the latest user message with the AI reply to it.
+
+    Content filtering (the seed's): a user message shorter than `min_message_length` is
+    skipped; system messages are never stored (only HumanMessage/AIMessage pairs are);
+    an error response (see `recall.messages.is_error_response`) is skipped when
+    `filter_error_responses` is on; texts are cut to `max_message_length` by the store.
+    The conversation id is the thread id; the user comes from the auth config.
+
+    Args:
+        store: a store, an async callable returning one, or None for the process-wide store.
+        writer: a ready `TurnWriter` (then `store`, `queue_path` and `wait_s` are unused).
+        settings: filtering settings; `Settings.from_env()` when None.
+        queue_path: the durable queue file; `settings.queue_path` when None.
+        wait_s: how long the node waits for the database before handing the turn off.
+        consolidation: notified after each turn, to write memories in the background
+            (docs/memory-creation.md); the node never waits for it.
+
+    Returns:
+        `async def node(state, config) -> {}`; it never raises and never waits past `wait_s`
+        (plus the local queue write).
+    """
+    cfg = settings or Settings.from_env()
+    if writer is None:
+        path = queue_path or cfg.queue_path
+        writer = TurnWriter(provider_for(store), Outbox(path), wait_s=wait_s)
+    turn_writer = writer
+    started_drain = False
+
+    async def store_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """Store the latest user/AI turn pair of this thread."""
+        with structlog.contextvars.bound_contextvars(
+            user_id=user_id_from_config(config), thread_id=thread_id(config), node="store_memories"
+        ):
+            await write(state, config)
+        return {}
+
+    async def write(state: Any, config: RunnableConfig) -> None:
+        nonlocal started_drain
+        try:
+            if not started_drain:  # turns an earlier process could not write
+                started_drain = True
+                turn_writer.start()
+            user_id = user_id_from_config(config)
+            if user_id is None:
+                log.warning("memory.write.skip", reason="no_user")
+                return
+            if isinstance(state, Mapping) and state.get("__error__"):
+                log.info("memory.write.skip", reason="error_response")
+                return
+            pair = latest_turn(state)
+            if pair is None:
+                log.info("memory.write.skip", reason="no_pair")
+                return
+            human, ai = pair
+            user_text = message_text(human.content)
+            if len(user_text.strip()) < cfg.min_message_length:
+                log.info("memory.write.skip", reason="too_short")
+                return
+            if cfg.filter_error_responses and is_error_response(ai):
+                log.info("memory.write.skip", reason="error_response")
+                return
+            outcome = await turn_writer.submit(
+                user_id,
+                user_text,
+                message_text(ai.content),
+                conversation_id=thread_id(config),
+                created_at=datetime.now(UTC),
+            )
+            log.info("memory.write.done", outcome=outcome)
+            if consolidation is not None:
+                consolidation.notify(user_id, thread_id(config))
+        except InvalidInputError as exc:
+            log.warning("memory.write.skip", reason="invalid", error=str(exc))
+        except Exception as exc:  # the reply is already made; never fail the turn here
+            log.error("memory.write.error", kind=outcome_of(exc), error=str(exc))
+
+    return store_memories
+
+
+_default_store: Node | None = None
+
+
+async def store_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
+    """The writer node with its defaults on the process-wide store."""
+    global _default_store
+    if _default_store is None:
+        try:
+            _default_store = create_store_memories_node()
+        except Exception as exc:
+            log.error("memory.write.error", kind="config", error=str(exc))
+            return {}
+    return await _default_store(state, config)
