@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 import structlog
@@ -18,7 +17,7 @@ def configure_logging(level: str | None = None, *, json: bool | None = None) -> 
     Events carry the contextvars the nodes bind (user_id, thread_id, node).
 
     Args:
-        level: minimum level name; `RECALL_LOG_LEVEL` or "INFO" when None.
+        level: minimum level name (`Settings.log_level`); "INFO" when None.
         json: JSON lines instead of console output; by default JSON unless stderr is a TTY.
 
     Returns:
@@ -26,7 +25,7 @@ def configure_logging(level: str | None = None, *, json: bool | None = None) -> 
     """
     if structlog.is_configured():
         return False
-    name = (level or os.environ.get("RECALL_LOG_LEVEL") or "INFO").upper()
+    name = (level or "INFO").upper()
     numeric = logging.getLevelNamesMapping().get(name, logging.INFO)
     as_json = (not sys.stderr.isatty()) if json is None else json
     shared: list[structlog.types.Processor] = [

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 __all__ = [
     "is_error_response",
     "latest_human_text",
     "latest_turn",
     "message_text",
+    "system_texts_of_latest_turn",
     "thread_id",
     "user_id_from_config",
 ]
@@ -119,3 +120,16 @@ def latest_turn(state: object) -> tuple[HumanMessage, AIMessage] | None:
             assert isinstance(human, HumanMessage)
             return human, replies[-1]
     return None
+
+
+def system_texts_of_latest_turn(state: object) -> list[str]:
+    """The texts of the SystemMessages after the latest HumanMessage (system-generated content
+    of this turn; a system prompt placed before the conversation is not among them)."""
+    messages = _messages(state)
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            texts = (
+                message_text(m.content) for m in messages[i + 1 :] if isinstance(m, SystemMessage)
+            )
+            return [t for t in texts if t.strip()]
+    return []

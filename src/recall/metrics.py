@@ -102,8 +102,11 @@ class RetrievalMetrics:
         outcome: Outcome,
         latency_ms: float,
         similarities: Sequence[float] = (),
+        *,
+        alerts: bool = True,
     ) -> None:
-        """Record one retrieval and re-check the alert rules."""
+        """Record one retrieval and re-check the alert rules (unless `alerts` is False: the
+        caller's `alert_on_failures` setting is off)."""
         now = self.clock()
         with self._lock:
             self._events.append(
@@ -112,7 +115,7 @@ class RetrievalMetrics:
             self._totals[outcome] = self._totals.get(outcome, 0) + 1
             self._trim(now)
             snap = self._snapshot_locked()
-            changes = self._evaluate(snap) if self.alerts_enabled else []
+            changes = self._evaluate(snap) if self.alerts_enabled and alerts else []
         for name, fired, value in changes:
             if fired:
                 log.warning("memory.alert.fired", alert=name, value=value)

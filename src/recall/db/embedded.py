@@ -42,9 +42,15 @@ class EmbeddedServer:
     """A PostgreSQL 18 + pgvector server living in `data_dir`, reused across runs.
 
     Every method does blocking process work; call the `a*` variants from async code.
+
+    Attributes:
+        data_dir: where the server's files live.
+        shared_buffers_mb: `shared_buffers` set at the first start (0: a quarter of the
+            machine's memory, between 128 MB and 4 GB; `Settings.embedded_shared_buffers_mb`).
     """
 
     data_dir: Path
+    shared_buffers_mb: int = 0
 
     @property
     def path(self) -> Path:
@@ -123,7 +129,7 @@ class EmbeddedServer:
 
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         shared_mb = int(min(max(total // 4, 128 << 20), 4 << 30) >> 20)
-        shared_mb = int(os.environ.get("RECALL_EMBEDDED_SHARED_BUFFERS_MB", shared_mb))
+        shared_mb = self.shared_buffers_mb or shared_mb
         settings = {
             "shared_buffers": f"{shared_mb}MB",
             "effective_cache_size": f"{int(total // 2) >> 20}MB",

@@ -41,7 +41,7 @@ async def locate_database(settings: Settings, *, stop_at_exit: bool = True) -> D
     """
     if settings.database_url:
         return Database(settings.database_url, None)
-    server = EmbeddedServer(settings.data_dir)
+    server = EmbeddedServer(settings.data_dir, settings.embedded_shared_buffers_mb)
     url = await server.astart(stop_at_exit=stop_at_exit)
     return Database(url, server)
 

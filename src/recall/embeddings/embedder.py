@@ -66,6 +66,17 @@ class Embedder:
         self._dimensions: int | None = getattr(embeddings, "dimensions", None)
         self._probe_lock = asyncio.Lock()
 
+    @property
+    def ready(self) -> bool:
+        """Whether the model is loaded. Embeddings that do not say (any but the default model)
+        count as ready."""
+        return bool(getattr(self.embeddings, "loaded", True))
+
+    async def load(self) -> None:
+        """Load the model now (in a worker thread), so no request waits for it later."""
+        if not self.ready:
+            await asyncio.to_thread(self.embeddings.embed_query, "warm-up")
+
     async def dimensions(self) -> int:
         """The vector size; asks the model once when it does not declare it."""
         if self._dimensions is None:

@@ -102,6 +102,11 @@ class MiniLMEmbeddings(Embeddings):
         self._lock = threading.Lock()
 
     @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded (the first embedding loads it)."""
+        return self._model is not None
+
+    @property
     def backend(self) -> EmbeddingBackend:
         """The backend in use: the one asked for until the model loads, then the one that did."""
         return self._backend

@@ -39,6 +39,9 @@ __all__ = [
 log = structlog.stdlib.get_logger(__name__)
 
 MAX_MEMORY_TEXT = 500
+# the first retrieval of a process may have to load the model (an ONNX export when the cache
+# is empty): it waits this long at most for it
+COLD_START_TIMEOUT_S = 120.0
 
 Node = Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]]
 
@@ -65,8 +68,8 @@ def to_state_dict(memory: Memory) -> RetrievedMemory:
 def create_retrieve_memories_node(
     store: MemoryStore | StoreProvider | None = None,
     *,
-    limit: int = 3,
-    similarity_threshold: float = 0.5,
+    limit: int | None = None,
+    similarity_threshold: float | None = None,
     mode: Mode | None = None,
     search_timeout_ms: int | None = None,
     reranker: Reranker | None = None,
@@ -81,18 +84,19 @@ def create_retrieve_memories_node(
 
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
-        limit: memories returned at most (the seed's 3).
-        similarity_threshold: the floor (the seed's 0.5): on the cosine in semantic mode, on
-            the calibrated relevance in hybrid mode, unused in keyword mode.
-        mode: "semantic" (the seed's), "keyword" or "hybrid"; `Settings.retrieval_mode`
-            ("hybrid") when None. See docs/decisions/0005-hybrid-retrieval.md.
+        limit: memories returned at most; `Settings.max_memories` (3) when None.
+        similarity_threshold: the floor; `Settings.similarity_threshold` (0.5) when None. It
+            applies to the cosine in semantic mode, to the calibrated relevance in hybrid mode,
+            and not at all in keyword mode.
+        mode: "semantic", "keyword" or "hybrid"; `Settings.retrieval_mode` ("hybrid") when
+            None. See docs/decisions/0005-hybrid-retrieval.md.
         search_timeout_ms: give up after this long; `Settings.search_timeout_ms` when None.
-        reranker: a second stage (seed 001), e.g. `ChatModelReranker(model)`.
+        reranker: a second stage, e.g. `ChatModelReranker(model)`.
         enable_vector_search: stage 1 searches (True) or takes the user's most recent
-            `vector_search_top_k` memories (False, the seed's pre-filter switch).
+            `vector_search_top_k` memories (False: no pre-filter).
         enable_rerank: re-rank stage 1's top `vector_search_top_k`; default: on when a
             reranker is given. On a re-ranker error or timeout the stage-1 order is kept.
-        vector_search_top_k: stage-1 candidates handed to the re-ranker (the seed's 25).
+        vector_search_top_k: stage-1 candidates handed to the re-ranker (25).
         rerank_timeout_ms: the re-ranker's own time limit.
         settings: where defaults come from; `Settings.from_env()` when None.
         metrics: where each retrieval is recorded; the process-wide `recall.metrics.METRICS`
@@ -101,30 +105,54 @@ def create_retrieve_memories_node(
     Returns:
         `async def node(state, config) -> {"retrieved_memories": [...]}`. It never raises:
         no user, no HumanMessage, bad state, a database or model failure and a timeout all
-        return an empty list (and are logged).
+        return an empty list (and are logged). A retrieval that finds the default model not
+        yet loaded waits for it (up to `COLD_START_TIMEOUT_S`) before its search timeout
+        starts, and logs `memory.retrieve.cold_start`: a cold start is slow, never silently
+        empty.
     """
     provider = provider_for(store)
     cfg = settings or Settings.from_env()
     recorder = metrics if metrics is not None else METRICS
-    if not cfg.alert_on_failures:
-        recorder.alerts_enabled = False  # the setting is process-wide, like the registry
+    max_results = cfg.max_memories if limit is None else limit
+    threshold = cfg.similarity_threshold if similarity_threshold is None else similarity_threshold
     timeout_ms = search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms
     timeout_s = timeout_ms / 1000
     search_mode: Mode = mode or cfg.retrieval_mode
     rerank_on = (reranker is not None) if enable_rerank is None else enable_rerank
     if rerank_on and reranker is None:
         raise ValueError("enable_rerank=True needs a reranker")
-    stage1 = max(limit, vector_search_top_k) if rerank_on else limit
+    stage1 = max(max_results, vector_search_top_k) if rerank_on else max_results
 
-    async def candidates(user_id: str, query: str) -> list[Memory]:
-        memory_store = await provider()
+    async def ready_store(deadline: float) -> tuple[MemoryStore, float]:
+        """The store, with its model loaded, and the search's deadline. Opening the store
+        counts against the search timeout; a model still loading (the default model's first
+        use in a process, with an ONNX export when the cache is empty) is waited for, up to
+        `COLD_START_TIMEOUT_S`, outside it (the deadline moves by the wait), and logged as
+        `memory.retrieve.cold_start`."""
+        async with asyncio.timeout_at(deadline):
+            memory_store = await provider()
+        embedder = getattr(memory_store, "embedder", None)  # a stand-in store may have none
+        if embedder is not None and not embedder.ready:
+            started = time.perf_counter()
+            async with asyncio.timeout(COLD_START_TIMEOUT_S):
+                await embedder.load()
+            deadline += time.perf_counter() - started
+            log.warning(
+                "memory.retrieve.cold_start",
+                waited_ms=round((time.perf_counter() - started) * 1000, 2),
+                hint="the model loaded on this request: `recall db start` or the server's "
+                "start-up loads it ahead",
+            )
+        return memory_store, deadline
+
+    async def candidates(memory_store: MemoryStore, user_id: str, query: str) -> list[Memory]:
         if not enable_vector_search:
             return await memory_store.recent(user_id, stage1)
         return await memory_store.search(
             user_id,
             query,
             limit=stage1,
-            similarity_threshold=similarity_threshold,
+            similarity_threshold=threshold,
             mode=search_mode,
         )
 
@@ -136,7 +164,12 @@ def create_retrieve_memories_node(
         ):
             found, outcome, elapsed_ms = await retrieve(state, user_id)
         if cfg.track_retrieval_latency or outcome not in ("ok", "empty"):
-            recorder.record(outcome, elapsed_ms, [m["similarity"] for m in found])
+            recorder.record(
+                outcome,
+                elapsed_ms,
+                [m["similarity"] for m in found],
+                alerts=cfg.alert_on_failures,
+            )
         return {"retrieved_memories": found}
 
     async def retrieve(
@@ -160,13 +193,15 @@ def create_retrieve_memories_node(
                 mode=search_mode,
                 **({"query": query} if cfg.log_search_queries else {}),
             )
-            async with asyncio.timeout(timeout_s):
-                memories = await candidates(user_id, query)
+            loop = asyncio.get_running_loop()
+            memory_store, deadline = await ready_store(loop.time() + timeout_s)
+            async with asyncio.timeout_at(deadline):
+                memories = await candidates(memory_store, user_id, query)
             if rerank_on and reranker is not None:
                 memories = await rerank_memories(
                     reranker, query, memories, timeout_s=rerank_timeout_ms / 1000
                 )
-            found = [to_state_dict(m) for m in memories[:limit]]
+            found = [to_state_dict(m) for m in memories[:max_results]]
             extra: dict[str, Any] = {}
             if cfg.track_retrieval_latency:
                 extra["latency_ms"] = elapsed()

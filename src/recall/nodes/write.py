@@ -19,6 +19,7 @@ from recall.messages import (
     is_error_response,
     latest_turn,
     message_text,
+    system_texts_of_latest_turn,
     thread_id,
     user_id_from_config,
 )
@@ -44,11 +45,14 @@ def create_store_memories_node(
 ) -> Node:
     """Make a `store_memories` node: stores the latest user message with the AI reply to it.
 
-    Content filtering (the seed's): a user message shorter than `min_message_length` is
-    skipped; system messages are never stored (only HumanMessage/AIMessage pairs are);
-    an error response (see `recall.messages.is_error_response`) is skipped when
-    `filter_error_responses` is on; texts are cut to `max_message_length` by the store.
-    The conversation id is the thread id; the user comes from the auth config.
+    Content filtering: a user message shorter than `min_message_length` is skipped; system
+    messages are not stored while `filter_system_messages` is on (the default); with it off,
+    each non-empty SystemMessage after the latest HumanMessage (system-generated content of
+    this turn) is stored too, as a memory of its own with an empty reply and metadata
+    `{"source": "system_message"}`; an error response (see
+    `recall.messages.is_error_response`) is skipped when `filter_error_responses` is on;
+    texts are cut to `max_message_length` by the store. The conversation id is the thread
+    id; the user comes from the auth config.
 
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
@@ -103,14 +107,26 @@ def create_store_memories_node(
             if cfg.filter_error_responses and is_error_response(ai):
                 log.info("memory.write.skip", reason="error_response")
                 return
+            now = datetime.now(UTC)
             outcome = await turn_writer.submit(
                 user_id,
                 user_text,
                 message_text(ai.content),
                 conversation_id=thread_id(config),
-                created_at=datetime.now(UTC),
+                created_at=now,
             )
             log.info("memory.write.done", outcome=outcome)
+            if not cfg.filter_system_messages:
+                for text in system_texts_of_latest_turn(state):
+                    outcome = await turn_writer.submit(
+                        user_id,
+                        text,
+                        "",
+                        conversation_id=thread_id(config),
+                        created_at=now,
+                        metadata={"source": "system_message"},
+                    )
+                    log.info("memory.write.done", outcome=outcome, source="system_message")
             if consolidation is not None:
                 consolidation.notify(user_id, thread_id(config))
         except InvalidInputError as exc:

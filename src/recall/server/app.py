@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -15,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from recall.config import Settings
 from recall.logs import configure_logging
 from recall.metrics import METRICS, prometheus_registry
 from recall.store import MemoryStore
@@ -34,13 +34,12 @@ async def _summaries(every_s: float) -> None:
 @asynccontextmanager
 async def lifespan(_app: Starlette) -> AsyncIterator[None]:
     """Open the process-wide store (pool, embedded server, model) once for all runs, and log
-    a metrics summary every RECALL_METRICS_SUMMARY_S seconds (60)."""
-    configure_logging()  # a no-op under the LangGraph server, which configures structlog
+    a metrics summary every `Settings.metrics_summary_s` seconds (60)."""
+    settings = Settings.from_env()
+    configure_logging(settings.log_level)  # a no-op under the LangGraph server
     store: MemoryStore = await get_default_store()
     await store.warm_up()  # load the model before the first user waits
-    ticker = asyncio.get_running_loop().create_task(
-        _summaries(float(os.environ.get("RECALL_METRICS_SUMMARY_S", "60")))
-    )
+    ticker = asyncio.get_running_loop().create_task(_summaries(settings.metrics_summary_s))
     try:
         yield
     finally:

@@ -1,15 +1,17 @@
 """Custom auth for the LangGraph server: bearer tokens mapped to user ids.
 
-Tokens come from `RECALL_AUTH_TOKENS` ("token:user,token:user"); `make run` sets demo ones.
+Tokens come from `Settings.auth_tokens` (`RECALL_AUTH_TOKENS`, "token:user,token:user", read
+at each request so a restart is not needed to rotate them); `make run` sets demo ones.
 Threads are owned by the user who created them, so no user reads another's threads.
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from langgraph_sdk import Auth
+
+from recall.config import Settings
 
 __all__ = ["auth", "parse_tokens"]
 
@@ -30,7 +32,7 @@ def parse_tokens(raw: str | None) -> dict[str, str]:
 async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     """Map `Authorization: Bearer <token>` to its user, or refuse the request with 401."""
     scheme, _, token = (authorization or "").partition(" ")
-    users = parse_tokens(os.environ.get("RECALL_AUTH_TOKENS"))
+    users = parse_tokens(Settings.from_env().auth_tokens)
     if scheme.lower() != "bearer" or token not in users:
         raise Auth.exceptions.HTTPException(status_code=401, detail="invalid or missing token")
     return {"identity": users[token]}

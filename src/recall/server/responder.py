@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from recall.config import Settings
 from recall.messages import latest_human_text
 
 __all__ = [
@@ -51,14 +51,17 @@ def offline_reply(question: str | None, memories: Sequence[dict[str, Any]]) -> s
     return f"{OFFLINE_LABEL} You told me: {recalled}"
 
 
-def create_respond_node(model: BaseChatModel | str | None = None) -> Any:
+def create_respond_node(
+    model: BaseChatModel | str | None = None, *, settings: Settings | None = None
+) -> Any:
     """Make the `respond` node.
 
     Args:
-        model: a chat model, a `provider:model` string for `init_chat_model`, or None to read
-            `RECALL_CHAT_MODEL` (unset: the offline responder).
+        model: a chat model, a `provider:model` string for `init_chat_model`, or None for
+            `settings.chat_model` (`RECALL_CHAT_MODEL`; unset: the offline responder).
+        settings: `Settings.from_env()` when None.
     """
-    spec = model if model is not None else os.environ.get("RECALL_CHAT_MODEL") or None
+    spec = model if model is not None else (settings or Settings.from_env()).chat_model
     chat: BaseChatModel | None = None
     if isinstance(spec, str):
         from langchain.chat_models import init_chat_model  # type: ignore[import-not-found,unused-ignore]
