@@ -1,5 +1,5 @@
 """Entry point for `langgraph dev`: the companion graph, nothing else."""
 
-from recall.server.graph import build_graph
+from recall.example.graph import build_graph
 
 graph = build_graph()

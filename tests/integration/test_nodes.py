@@ -15,10 +15,10 @@ from structlog.testing import capture_logs
 from recall.config import Settings
 from recall.db.outbox import Outbox
 from recall.errors import EmbeddingError, StoreError
+from recall.example.graph import build_graph
 from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.nodes.writer import TurnWriter
-from recall.server.graph import build_graph
 from recall.store import MemoryStore
 from tests.fakes import FailingStore, provider
 

@@ -452,9 +452,9 @@ def chat(
     from langgraph.checkpoint.memory import InMemorySaver
 
     from recall.db.outbox import Outbox
+    from recall.example.graph import build_graph
     from recall.nodes import create_retrieve_memories_node, create_store_memories_node
     from recall.nodes.writer import TurnWriter
-    from recall.server.graph import build_graph
     from recall.store.shared import provider_for
 
     async def go() -> None:

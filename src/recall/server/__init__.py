@@ -1,3 +1,4 @@
-"""The example server: the HTTP app mounted into `langgraph dev`, its auth, the companion graph
-and its responder. Top floor: may import anything below; nothing in `recall` imports it.
+"""The example server's parts that `langgraph dev` loads by path (langgraph.json): the HTTP app
+(`app`: health, stats and metrics, and the store opened once in its lifespan) and the bearer
+token auth (`auth`). Top floor: may import anything below; nothing in `recall` imports it.
 """

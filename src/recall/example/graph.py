@@ -15,9 +15,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 
+from recall.example.responder import create_respond_node
 from recall.messages import latest_human_text, user_id_from_config
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.server.responder import create_respond_node
 
 __all__ = ["CompanionState", "build_graph", "detect_activity", "inject_user_context"]
 
