@@ -80,7 +80,7 @@ def force_offline_hub() -> None:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Every setting of `recall`, with the seed's defaults.
+    """Every setting of `recall`, with its default.
 
     Build it with `Settings.from_env()` (reads `RECALL_<FIELD NAME IN UPPER CASE>`) or directly
     with keyword arguments; both validate. docs/configuration.md lists every field.

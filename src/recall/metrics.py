@@ -1,4 +1,4 @@
-"""Retrieval metrics (seed 004's monitoring list) over a sliding window, alerts with
+"""Retrieval metrics over a sliding window, alerts with
 hysteresis, and a Prometheus view of both.
 
 Seed metrics: average and p95 retrieval time, search success rate, average similarity, results
@@ -83,7 +83,7 @@ class _Event:
 class RetrievalMetrics:
     """Records every retrieval and keeps the last `window_s` seconds of them.
 
-    Thread-safe. `snapshot()` gives the seed's metrics over the window; totals never reset.
+    Thread-safe. `snapshot()` gives the retrieval metrics over the window; totals never reset.
     Alerts (`rules`) log one `memory.alert.fired` warning when a rule is crossed and one
     `memory.alert.resolved` when it recovers, not one per request.
     """
@@ -127,7 +127,7 @@ class RetrievalMetrics:
             self._events.popleft()
 
     def snapshot(self) -> dict[str, Any]:
-        """The seed's metrics over the current window, plus the error counts by kind."""
+        """The metrics over the current window, plus the error counts by kind."""
         with self._lock:
             self._trim(self.clock())
             return self._snapshot_locked()

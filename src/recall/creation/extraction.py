@@ -1,4 +1,4 @@
-"""LLM-written memories (seed 003's QualityMemory): the memory objects a model returns, how
+"""LLM-written memories: the memory objects a model returns, how
 its answer is parsed, and the two model roles (memory writer, rolling summarizer)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class ExtractionError(RecallError):
 
 
 class MemoryObject(BaseModel):
-    """One memory written by a model: the seed's title, summary, entities and key phrases."""
+    """One memory written by a model: a title, summary, entities and key phrases."""
 
     title: str = Field(min_length=1, max_length=300)
     summary: str = Field(min_length=1, max_length=4000)
@@ -148,7 +148,7 @@ class Summarizer(Protocol):
 
 class RunnableExtractor:
     """A memory writer from any LangChain runnable: a chat model, a prompt | model chain, or a
-    compiled LangGraph sub-graph (the seed's workflow-based generation).
+    compiled LangGraph sub-graph (workflow-based generation).
 
     Args:
         runnable: called with the prompt text (chat models) or, with `input_key`, with

@@ -1,4 +1,4 @@
-"""Markdown memory notes (seed 002): `MEMORY.md` and daily `memory/YYYY-MM-DD.md` files,
+"""Markdown memory notes: `MEMORY.md` and daily `memory/YYYY-MM-DD.md` files,
 split into paragraphs and stored as memories of kind "note", dated by their file name."""
 
 from __future__ import annotations

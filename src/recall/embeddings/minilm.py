@@ -102,6 +102,11 @@ class MiniLMEmbeddings(Embeddings):
         self._lock = threading.Lock()
 
     @property
+    def cache_dir(self) -> Path:
+        """Where the exported ONNX graph is kept."""
+        return self._cache_dir
+
+    @property
     def loaded(self) -> bool:
         """Whether the model is loaded (the first embedding loads it)."""
         return self._model is not None

@@ -27,20 +27,20 @@ def create_keyword_search_node(
     output_key: str = "memory_search_output",
     limit: int = 5,
 ) -> Any:
-    """Make a VectorMemorySearch node (seed 000): keyword search in this conversation.
+    """Make a keyword-search node (VectorMemorySearch): BM25 search in this conversation.
 
     The input is `state[input_key]`, or `template.format_map(state)` when a template is given
     (e.g. "{topics}; {user_name}"): keywords separated by `;`, at most 60 used. The search is
-    limited to the current user's memories of this thread (the seed's discussion id), ORs the
+    limited to the current user's memories of this thread (the discussion id), ORs the
     keywords and ranks by BM25. The output string, written to `state[output_key]`, joins the
-    memories' texts with "\\n\\n---\\n\\n"; without a thread id it is the seed's
+    memories' texts with "\\n\\n---\\n\\n"; without a thread id it is
     "Cannot perform VectorMemorySearch without a discussionId.", and with no match (or no user,
     or a failure, which is logged) "No relevant memories found in the vector database for the
     given keywords.".
     """
     provider = provider_for(store)
 
-    async def vector_memory_search(state: Any, config: RunnableConfig) -> dict[str, Any]:
+    async def keyword_memory_search(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Search this conversation's memories for the given keywords."""
         conversation = thread_id(config)
         if conversation is None:
@@ -64,4 +64,4 @@ def create_keyword_search_node(
             return {output_key: NO_RESULTS_MESSAGE}
         return {output_key: RESULT_SEPARATOR.join(memory_text(m) for m in found)}
 
-    return vector_memory_search
+    return keyword_memory_search

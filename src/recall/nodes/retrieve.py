@@ -56,7 +56,7 @@ class RetrievedMemory(TypedDict):
 
 
 def to_state_dict(memory: Memory) -> RetrievedMemory:
-    """The seed's state-safe dict: texts cut to 500 characters, similarity to 3 decimals."""
+    """A memory as a state-safe dict: texts cut to 500 characters, similarity to 3 decimals."""
     return {
         "id": memory.id,
         "user_message": memory.user_message[:MAX_MEMORY_TEXT],
@@ -224,7 +224,8 @@ _default_retrieve: Node | None = None
 
 
 async def retrieve_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
-    """The seed's node with its defaults (limit 3, threshold 0.5) on the process-wide store."""
+    """The retrieval node with the defaults of `Settings` (limit 3, threshold 0.5 unless the
+    environment says otherwise) on the process-wide store."""
     global _default_retrieve
     if _default_retrieve is None:
         try:

@@ -25,7 +25,7 @@ def create_memory_search_tool(
     mode: Mode = "hybrid",
     max_results_cap: int = 50,
 ) -> BaseTool:
-    """Make the `memory_search(query, max_results=10)` tool (seed 002) for an agent.
+    """Make the `memory_search(query, max_results=10)` tool for an agent.
 
     The tool searches the memories of the user in `config["configurable"]
     ["langgraph_auth_user"]`; the model's arguments hold only the query and a count, so the

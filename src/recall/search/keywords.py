@@ -1,6 +1,6 @@
 """Keyword queries for PostgreSQL full-text search, safe from any user input.
 
-The seed's VectorMemorySearch takes keywords separated by `;` (at most 60, the rest ignored)
+The keyword-search node (VectorMemorySearch) takes keywords separated by `;` (at most 60, the rest ignored)
 and ORs them. Each keyword is reduced to its word characters (`\\w+`), so no full-text operator
 (`& | ! : * ( ) < - >`), quote or backslash from the user can reach the query: the tsquery text is
 built only from quoted runs of word characters. A keyword of several words is a phrase.
@@ -61,7 +61,7 @@ def _words(segment: str) -> tuple[str, ...]:
 
 
 def parse_keywords(text: str) -> KeywordQuery:
-    """Parse the seed's `;`-separated keywords: trimmed, sanitized, empty ones dropped, the
+    """Parse `;`-separated keywords: trimmed, sanitized, empty ones dropped, the
     first 60 kept."""
     keywords = [w for w in (_words(part) for part in text.split(";")) if w]
     return KeywordQuery(tuple(keywords[:MAX_KEYWORDS]))

@@ -1,4 +1,4 @@
-"""Optional second stage (seed 001): re-rank the first stage's candidates.
+"""Optional second stage: re-rank the first stage's candidates.
 
 Any object with `async def rerank(query, memories) -> scores` works (`Reranker`);
 `ChatModelReranker` asks a LangChain chat model for structured relevance scores. On an error or
