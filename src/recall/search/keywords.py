@@ -1,9 +1,10 @@
 """Keyword queries for PostgreSQL full-text search, safe from any user input.
 
-The keyword-search node (VectorMemorySearch) takes keywords separated by `;` (at most 60, the rest ignored)
-and ORs them. Each keyword is reduced to its word characters (`\\w+`), so no full-text operator
-(`& | ! : * ( ) < - >`), quote or backslash from the user can reach the query: the tsquery text is
-built only from quoted runs of word characters. A keyword of several words is a phrase.
+The keyword-search node (VectorMemorySearch) takes keywords separated by `;` (at most 60, the
+rest ignored) and ORs them. Each keyword is reduced to its word characters (`\\w+`), so no
+full-text operator (`& | ! : * ( ) < - >`), quote or backslash from the user can reach the
+query: the tsquery text is built only from quoted runs of word characters. A keyword of several
+words is a phrase.
 """
 
 from __future__ import annotations
