@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 import structlog
+from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
 from recall.cli import app
+from recall.cli.common import prepare_model
+from recall.config import Settings
 from tests.conftest import Databases
 
 pytestmark = pytest.mark.model
@@ -39,7 +42,7 @@ def runner(cli_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     # cached under its configuration would escape the other tests' capture_logs()): keep
     # its effect (warnings and errors only), without caching; reset after each test
     monkeypatch.setattr(
-        "recall.cli.commands.configure_logging",
+        "recall.cli.configure_logging",
         lambda **_kwargs: structlog.configure(
             wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
         ),
@@ -156,7 +159,7 @@ def test_embedded_server_start_status_stop(tmp_path: Path) -> None:
     assert "running:     yes" in recall("db", "status")  # it outlived the `start` process
     # sized for this machine once, at its first start
     assert "shared_buffers" in (tmp_path / "pgdata" / "postgresql.auto.conf").read_text()
-    recall("db", "start")  # reused, not started twice
+    assert "model ready: all-MiniLM-L6-v2" in recall("db", "start")  # reused, not started twice
     assert recall("db", "stop").strip() == "stopped"
     assert "running:     no" in recall("db", "status")
     assert recall("db", "stop").strip() == "not running"
@@ -196,3 +199,134 @@ def test_chat_remembers_and_shows_retrieved_memories(
     assert result.exit_code == 0, result.output
     assert result.stdout.count("ai> (offline responder)") == 2
     assert "[memory" in result.stdout and "I adopted a dog named Rex" in result.stdout
+
+
+def _hits(runner: CliRunner, *args: str) -> list[dict[str, object]]:
+    result = runner.invoke(app, ["search", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    hits: list[dict[str, object]] = json.loads(result.stdout)
+    return hits
+
+
+def test_search_defaults_come_from_settings(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for text in ("My dog Max loves the park", "My dog Max chews my shoes", "My dog Max sleeps"):
+        assert runner.invoke(app, ["add", "-u", "cli-defaults", text, "ok"]).exit_code == 0
+    query = ["-u", "cli-defaults", "my dog Max"]
+    assert len(_hits(runner, *query)) == 3
+    monkeypatch.setenv("RECALL_MAX_MEMORIES", "1")
+    assert len(_hits(runner, *query)) == 1
+    assert len(_hits(runner, *query, "--limit", "2")) == 2  # an option wins over the setting
+    monkeypatch.delenv("RECALL_MAX_MEMORIES")
+    # cosines near 0.65: kept at the default threshold, dropped at the configured one
+    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    assert len(_hits(runner, *query)) == 3
+    monkeypatch.setenv("RECALL_SIMILARITY_THRESHOLD", "0.9")
+    assert _hits(runner, *query) == []
+    assert len(_hits(runner, *query, "--threshold", "0.5")) == 3
+
+
+def test_search_mode_comes_from_settings(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn = ["My neighbour Zebulon fixed the boiler", "Good to know."]
+    added = runner.invoke(app, ["add", "-u", "cli-mode", *turn])
+    assert added.exit_code == 0, added.output
+    query = ["-u", "cli-mode", "Zebulon"]  # one shared word, a cosine near 0.37
+    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    assert _hits(runner, *query) == []
+    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "keyword")
+    found = _hits(runner, *query)
+    assert [h["id"] for h in found] == [added.stdout.strip()]
+    assert found[0]["score"] != found[0]["similarity"]  # ranked by BM25, not by the cosine
+    assert _hits(runner, *query, "--mode", "semantic") == []  # an option wins over the setting
+    wrong = runner.invoke(app, ["search", *query, "--mode", "fuzzy"])
+    assert wrong.exit_code == 2 and "semantic, keyword, hybrid" in wrong.output
+
+
+def test_chat_takes_its_limit_from_settings(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for text in ("My dog Max loves the park", "My dog Max chews my shoes"):
+        assert runner.invoke(app, ["add", "-u", "cli-chat-limit", text, "ok"]).exit_code == 0
+    monkeypatch.setenv("RECALL_QUEUE_PATH", str(tmp_path / "outbox.sqlite3"))
+    monkeypatch.delenv("RECALL_CHAT_MODEL", raising=False)
+    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    script = "What does my dog Max do?\n/quit\n"
+    both = runner.invoke(app, ["chat", "-u", "cli-chat-limit"], input=script)
+    assert both.exit_code == 0, both.output
+    assert both.stdout.count("[memory") == 2
+    monkeypatch.setenv("RECALL_MAX_MEMORIES", "1")
+    one = runner.invoke(app, ["chat", "-u", "cli-chat-limit"], input=script)
+    assert one.exit_code == 0, one.output
+    assert one.stdout.count("[memory") == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("RECALL_MAX_MEMORIES", "0", "error: RECALL_MAX_MEMORIES=0 is invalid: must be >= 1"),
+        ("RECALL_HNSW_M", "abc", "error: RECALL_HNSW_M='abc' is invalid: invalid literal"),
+        ("RECALL_LOG_LEVEL", "loud", "error: RECALL_LOG_LEVEL='loud' is invalid: must be DEBUG"),
+    ],
+)
+def test_invalid_setting_is_one_line_and_exit_1(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    for args in (["recent", "-u", "someone"], ["db", "status"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert result.stderr.startswith(message) and result.stderr.count("\n") == 1
+        assert result.stdout == ""
+
+
+def test_invalid_setting_in_a_real_process_has_no_traceback() -> None:
+    env = {**os.environ, "RECALL_SIMILARITY_THRESHOLD": "2"}
+    done = subprocess.run(
+        [sys.executable, "-m", "recall", "db", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "error: RECALL_SIMILARITY_THRESHOLD=2.0 is invalid: must be between 0 and 1\n"
+    )
+
+
+def test_log_level_comes_from_settings(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    levels: list[str | None] = []
+    monkeypatch.setattr(
+        "recall.cli.configure_logging", lambda level=None, **_kwargs: levels.append(level)
+    )
+    assert runner.invoke(app, ["db", "status"]).exit_code == 0
+    monkeypatch.setenv("RECALL_LOG_LEVEL", "debug")
+    assert runner.invoke(app, ["db", "status"]).exit_code == 0
+    assert levels == ["WARNING", "debug"]
+
+
+async def test_prepare_model_exports_it_into_the_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "models"
+    with capture_logs() as events:
+        embeddings = await prepare_model(Settings(model_cache_dir=cache))
+    assert capsys.readouterr().out == f"model ready: all-MiniLM-L6-v2 (cache {cache})\n"
+    # exported now, not in the first request
+    assert "embedding.onnx.exported" in [e["event"] for e in events]
+    assert len(list(cache.glob("all-MiniLM-L6-v2-*.onnx"))) == 1
+    assert len(embeddings.embed_query("hello")) == 384
+
+
+def test_db_start_and_migrate_prepare_the_model(runner: CliRunner) -> None:
+    started = runner.invoke(app, ["db", "start"])  # RECALL_DATABASE_URL is set: no server
+    assert started.exit_code == 0, started.output
+    assert started.stdout.splitlines()[0].endswith("nothing to start")
+    assert started.stdout.splitlines()[1].startswith("model ready: all-MiniLM-L6-v2 (cache ")
+    migrated = runner.invoke(app, ["migrate"])
+    assert migrated.exit_code == 0, migrated.output
+    assert migrated.stdout.startswith("model ready: all-MiniLM-L6-v2 (cache ")

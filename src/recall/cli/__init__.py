@@ -1,5 +1,36 @@
-"""The `recall` command. Top floor: may import anything below; nothing in `recall` imports it."""
+"""The `recall` command. Top floor: may import anything below; nothing in `recall` imports it.
 
-from recall.cli.commands import app, main
+One module per topic (`database`, `memories`, `maintenance`, `chat`), each with its own Typer
+app merged here; what they share (settings, store, errors, output) is in `common`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from recall.cli import chat, database, maintenance, memories
+from recall.cli.common import settings_of
+from recall.logs import configure_logging
 
 __all__ = ["app", "main"]
+
+app = typer.Typer(
+    help="Long-term memory for LangGraph agents on PostgreSQL + pgvector.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+for topic in (database.app, memories.app, maintenance.app, chat.app):
+    app.add_typer(topic)
+
+
+@app.callback()
+def _setup(ctx: typer.Context) -> None:
+    settings = settings_of(ctx)  # read once here, for every command of this invocation
+    # the CLI's own output is its answer: log warnings and errors only, unless asked for more
+    configure_logging(level=settings.log_level or "WARNING")
+
+
+def main() -> None:
+    """Entry point of the `recall` script."""
+    app()

@@ -1,0 +1,70 @@
+"""`recall db start|stop|status` (the embedded server) and `recall migrate`."""
+
+from __future__ import annotations
+
+import typer
+
+from recall.cli.common import admin_connection, prepare_model, run, settings_of
+from recall.config import Settings
+from recall.db.embedded import EmbeddedServer
+from recall.db.migrate import bind_embedding_space
+from recall.embeddings import Embedder
+
+__all__ = ["app"]
+
+app = typer.Typer()
+db_app = typer.Typer(help="The embedded PostgreSQL server (used when no database URL is set).")
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("start")
+def db_start(ctx: typer.Context) -> None:
+    """Start the embedded server and leave it running; prepare the embedding model.
+
+    Stop the server with `recall db stop`. The model is prepared whichever database is used."""
+    settings = settings_of(ctx)
+    if settings.database_url:
+        typer.echo("RECALL_DATABASE_URL is set: recall uses that server; nothing to start")
+    else:
+        server = EmbeddedServer(settings.data_dir, settings.embedded_shared_buffers_mb)
+        uri = run(server.astart(stop_at_exit=False))
+        typer.echo(f"embedded PostgreSQL running in {server.path}\n{uri}")
+    run(prepare_model(settings))
+
+
+@db_app.command("stop")
+def db_stop(ctx: typer.Context) -> None:
+    """Stop the embedded server."""
+    stopped = run(EmbeddedServer(settings_of(ctx).data_dir).astop())
+    typer.echo("stopped" if stopped else "not running")
+
+
+@db_app.command("status")
+def db_status(ctx: typer.Context) -> None:
+    """Show whether the embedded server runs, where, and its URI."""
+    settings = settings_of(ctx)
+    if settings.database_url:
+        typer.echo("using RECALL_DATABASE_URL (the embedded server is not used)")
+    status = EmbeddedServer(settings.data_dir, settings.embedded_shared_buffers_mb).status()
+    typer.echo(f"data dir:    {status.data_dir}")
+    typer.echo(f"initialized: {'yes' if status.initialized else 'no'}")
+    typer.echo(f"running:     {'yes (pid ' + str(status.pid) + ')' if status.running else 'no'}")
+    if status.uri:
+        typer.echo(f"uri:         {status.uri}")
+
+
+@app.command()
+def migrate(ctx: typer.Context) -> None:
+    """Apply pending migrations (safe to run concurrently and repeatedly); prepare the model."""
+    applied = run(_migrate(settings_of(ctx)))
+    if applied:
+        typer.echo("applied migrations: " + ", ".join(f"{v:04d}" for v in applied))
+    else:
+        typer.echo("database is up to date")
+
+
+async def _migrate(settings: Settings) -> list[int]:
+    embedder = Embedder(await prepare_model(settings))
+    async with admin_connection(settings) as admin:
+        await bind_embedding_space(admin.conn, embedder.name, await embedder.dimensions())
+        return admin.applied

@@ -1,0 +1,136 @@
+"""`recall stats|reembed|consolidate`: counts, metrics, and work over every user."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from recall.cli.common import admin_connection, fail, run, settings_of, with_store
+from recall.config import Settings
+from recall.store import MemoryStore
+
+__all__ = ["app"]
+
+app = typer.Typer()
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    server: Annotated[
+        str | None,
+        typer.Option(help="A running server (e.g. http://127.0.0.1:8123) to read metrics from."),
+    ] = None,
+    token: Annotated[str | None, typer.Option(help="Bearer token for the server.")] = None,
+) -> None:
+    """Show memory counts per user size bucket, and a running server's retrieval metrics."""
+
+    async def work(store: MemoryStore) -> tuple[dict[str, int], list[tuple[str, int, int]]]:
+        return await store.stats(), await store.user_buckets()
+
+    totals, buckets = with_store(settings_of(ctx), work)
+    for key, value in totals.items():
+        typer.echo(f"{key:14} {value:,}")
+    typer.echo("\nusers by size   users   memories")
+    for bucket, users, memories in buckets:
+        typer.echo(f"{bucket:14} {users:7,} {memories:10,}")
+    if server:
+        _print_server_metrics(server, token)
+
+
+def _print_server_metrics(server: str, token: str | None) -> None:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        data = httpx.get(f"{server.rstrip('/')}/recall/stats", headers=headers, timeout=5).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        fail(f"cannot read metrics from {server}: {exc}")
+    window = data["window"]
+    typer.echo(f"\nretrieval, last {window['window_s']:.0f} s")
+    for key in ("searches", "avg_latency_ms", "p95_latency_ms", "success_rate",
+                "avg_similarity", "results_per_query", "empty_rate", "auth_failures"):  # fmt: skip
+        value = window[key]
+        typer.echo(f"  {key:18} {value:.3f}" if isinstance(value, float) else f"  {key:18} {value}")
+    typer.echo("  errors             " + ", ".join(f"{k} {v}" for k, v in window["errors"].items()))
+    typer.echo("  alerts firing      " + (", ".join(data["alerts"]) or "none"))
+
+
+@app.command()
+def reembed(
+    ctx: typer.Context,
+    batch_size: Annotated[int, typer.Option(min=1, help="Memories per batch.")] = 256,
+) -> None:
+    """Rebuild every stored embedding with the configured model (RECALL_EMBEDDING_MODEL).
+
+    Searches keep working while it runs; restart your app with the new model afterwards."""
+    settings = settings_of(ctx)
+    count = run(_reembed(settings, batch_size))
+    # the store binds the new model: open it only once every vector is rebuilt
+    indexed = with_store(settings, lambda store: store.optimize())
+    typer.echo(f"re-embedded {count} memories; rebuilt {len(indexed)} user indexes")
+
+
+async def _reembed(settings: Settings, batch_size: int) -> int:
+    from pgvector.psycopg import register_vector_async
+
+    from recall.db.reembed import reembed as run_reembed
+    from recall.embeddings import Embedder, configured_embeddings
+
+    embedder = Embedder(configured_embeddings(settings), batch_size=settings.embedding_batch_size)
+    async with admin_connection(settings) as admin:
+        await register_vector_async(admin.conn)
+        return await run_reembed(
+            admin.conn, embedder, batch=batch_size, on_progress=lambda n: typer.echo(f"{n} done")
+        )
+
+
+@app.command()
+def consolidate(
+    ctx: typer.Context,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user.")] = None,
+    conversation: Annotated[str | None, typer.Option(help="Only this conversation.")] = None,
+) -> None:
+    """Write model-made memories for every conversation with unprocessed turns, now (partial
+    chunks included). Needs RECALL_CHAT_MODEL (e.g. openai:gpt-4o-mini)."""
+    from recall.creation.consolidate import Consolidator
+    from recall.creation.extraction import RunnableExtractor, RunnableSummarizer
+    from recall.db.sql import query
+
+    settings = settings_of(ctx)
+    spec = settings.chat_model
+    if not spec:
+        fail("set RECALL_CHAT_MODEL (provider:model) to write memories")
+    try:
+        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        fail("RECALL_CHAT_MODEL needs the `langchain` package")
+    model = init_chat_model(spec)
+
+    async def work(store: MemoryStore) -> list[str]:
+        lines = []
+        worker = Consolidator(
+            store,
+            RunnableExtractor(model),
+            summarizer=RunnableSummarizer(model),
+            chunk_size=settings.consolidation_chunk_size,
+            dedup_threshold=settings.dedup_threshold,
+        )
+        async with store.connection(all_users=True) as conn:
+            cur = await conn.execute(
+                query("pending_conversations"),
+                {"user_id": user, "conversation_id": conversation},
+            )
+            pending = await cur.fetchall()
+        for uid, cid, count in pending:
+            result = await worker.run(uid, cid, force=True)
+            status = f"error: {result.error}" if result.error else "ok"
+            lines.append(
+                f"{uid} / {cid}: {count} turns, {result.created} new memories, "
+                f"{result.updated} updated ({status})"
+            )
+        return lines
+
+    lines = with_store(settings, work)
+    typer.echo("\n".join(lines) if lines else "nothing to consolidate")
