@@ -51,17 +51,15 @@ run: install
 demo: install
 	$(VENV)/bin/recall demo
 
+# Every script under benchmarks/ (benchmarks/lib/ is their library, not a script), one after the
+# other at its default sizes (latency.py alone takes tens of minutes). Each prints its table and
+# writes its section of docs/benchmarks.md. RECALL_BENCH_DATABASE_URL names a server to use
+# instead of the embedded one in .recall/bench-pgdata (load.py always starts its own: it
+# restarts it mid-run).
+BENCH_SCRIPTS := $(sort $(wildcard benchmarks/*.py))
+
 bench: install
-	$(PY) benchmarks/latency.py
-	$(PY) benchmarks/locomo.py
-	$(PY) benchmarks/rls.py
-	$(PY) benchmarks/overheads.py
-	$(PY) benchmarks/bulk_writers.py
-	$(PY) benchmarks/indexed_search.py
-	$(PY) benchmarks/pool_size.py
-	$(PY) benchmarks/ef_search.py
-	$(PY) benchmarks/floor.py
-	$(PY) benchmarks/embedding.py
+	@set -e; for script in $(BENCH_SCRIPTS); do echo "== $$script"; $(PY) $$script; done
 
 clean:
 	rm -rf .recall/test-pgdata .pytest_cache .mypy_cache .ruff_cache

@@ -11,35 +11,21 @@ docs/benchmarks.md (section "bulk-writers"). Decision 0010 has the reasoning.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import fresh_database, git_revision, machine, publish, run, table
-from latency import LOCOMO, Data, conversation_pairs, make_data
+from lib.corpus import conversation_pairs
+from lib.data import BATCH, Data, make_data, turns
+from lib.db import fresh_database
+from lib.report import git_revision, machine, publish, table
+from lib.run import parser, run
 
 from recall.config import Settings
 from recall.store import MemoryStore
 
-BATCH = 5000
-
-
-def turns(data: Data, tag: str) -> Iterator[dict[str, Any]]:
-    """The data's turns as `add_turns` items; `tag` makes every text new."""
-    for user, texts in data.texts.items():
-        for (said, replied), vector in zip(texts, data.vectors[user], strict=True):
-            yield {"user_id": user, "user_message": said + tag, "ai_response": replied,
-                   "embedding": vector}  # fmt: skip
-
 
 async def import_rate(store: MemoryStore, data: Data, tag: str, writers: int) -> float:
+    """Turns per second of an import of `data` (`tag` makes every text new) with `writers`."""
     count = sum(len(t) for t in data.texts.values())
     t0 = time.perf_counter()
     await store.add_turns(turns(data, tag), batch_size=BATCH, writers=writers)
@@ -47,15 +33,16 @@ async def import_rate(store: MemoryStore, data: Data, tag: str, writers: int) ->
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--extra", type=int, default=50_000)
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    """Load, then import the extra turns with one and two writers in turns; print and write."""
+    options = parser(__doc__, data=True)
+    options.add_argument("--rows", type=int, default=1_000_000)
+    options.add_argument("--extra", type=int, default=50_000)
+    options.add_argument("--pairs", type=int, default=3)
+    args = options.parse_args()
+    revision = git_revision()
     rng = np.random.default_rng(args.rows)
     url = await fresh_database("recall_bench_bulk_writers")
-    pairs = conversation_pairs(LOCOMO)
+    pairs = conversation_pairs(args.data)
     rates: dict[int, list[float]] = {1: [], 2: []}
     async with MemoryStore.connect(Settings(database_url=url, embedding_cache_ttl=0)) as store:
         base = await make_data(args.rows, False, store, rng, pairs)
@@ -77,7 +64,7 @@ async def main() -> None:
     body = f"""## Bulk import: one writer against two
 
 `python benchmarks/bulk_writers.py --rows {args.rows} --extra {args.extra} --pairs {args.pairs}`
-on {machine()}, commit {git_revision()}. After a load of {args.rows:,} rows ({load:,.0f}
+on {machine()}, commit {revision}. After a load of {args.rows:,} rows ({load:,.0f}
 turns/s with two writers), imports of {args.extra:,} new turns (precomputed vectors, batches
 of {BATCH:,}) alternate between one and two writers, into the same growing table.
 

@@ -5,26 +5,23 @@
 A turn is `retrieve_memories` + `store_memories` (the real model embeds; the reply is fixed).
 With consolidation on, every 4 turns a fake model that takes 2 s (as a real LLM would) writes
 two memories in the background, which are then embedded and stored. On and off alternate turn
-by turn in the same run, on separate users, so both see the same machine load.
+by turn in the same run, on separate users, so both see the same machine load. Writes
+docs/benchmarks.md (section "consolidation").
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import fresh_database, git_revision, machine, publish, run, table
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
+from lib.db import fresh_database
+from lib.report import ROOT, git_revision, machine, publish, table
+from lib.run import parser, run
+from lib.timing import percentiles
 
 from recall.config import Settings
 from recall.creation.consolidate import ConsolidationScheduler, Consolidator
@@ -32,9 +29,13 @@ from recall.creation.extraction import RunnableExtractor
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.store import MemoryStore
 
+LLM_S = 2.0  # the fake model's answer time, as a real LLM's
+QUEUE = ROOT / ".recall" / "bench-outbox.sqlite3"
+
 
 async def slow_llm(prompt: Any) -> str:
-    await asyncio.sleep(2.0)
+    """A model that answers after LLM_S seconds with two new memories."""
+    await asyncio.sleep(LLM_S)
     n = str(prompt).count("Turn") + time.time_ns() % 997
     return json.dumps(
         [
@@ -47,10 +48,11 @@ async def slow_llm(prompt: Any) -> str:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--turns", type=int, default=60)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    """Turns with consolidation off and on, alternating; print and write."""
+    options = parser(__doc__)
+    options.add_argument("--turns", type=int, default=60)
+    args = options.parse_args()
+    revision = git_revision()
     url = await fresh_database("recall_bench_consolidation")
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     async with MemoryStore.connect(settings) as store:
@@ -59,12 +61,11 @@ async def main() -> None:
             Consolidator(store, RunnableExtractor(RunnableLambda(slow_llm)), chunk_size=4),
             debounce_s=0.05,
         )
-        queue = Path(".recall/bench-outbox.sqlite3")
         retrieve = create_retrieve_memories_node(store, settings=settings)
         writers = {
-            "off": create_store_memories_node(store, settings=settings, queue_path=queue),
+            "off": create_store_memories_node(store, settings=settings, queue_path=QUEUE),
             "on": create_store_memories_node(
-                store, settings=settings, queue_path=queue, consolidation=scheduler
+                store, settings=settings, queue_path=QUEUE, consolidation=scheduler
             ),
         }
         latency: dict[str, list[float]] = {"off": [], "on": []}
@@ -83,21 +84,18 @@ async def main() -> None:
         made = [m for m in await store.recent("bench-on", 1000) if m.kind == "summary"]
         await scheduler.close()
 
-    def row(label: str) -> list[object]:
-        values = latency[label]
-        return [label, len(values), f"{np.percentile(values, 50):.1f}",
-                f"{np.percentile(values, 95):.1f}"]  # fmt: skip
-
-    ratio50 = np.percentile(latency["on"], 50) / np.percentile(latency["off"], 50)
-    ratio95 = np.percentile(latency["on"], 95) / np.percentile(latency["off"], 95)
+    p = {label: percentiles(values, [50, 95]) for label, values in latency.items()}
+    rows = [[label, len(latency[label]), f"{p50:.1f}", f"{p95:.1f}"]
+            for label, (p50, p95) in p.items()]  # fmt: skip
+    ratio50, ratio95 = (on / off for on, off in zip(p["on"], p["off"], strict=True))
     body = f"""## Turn latency with background memory creation
 
 `python benchmarks/consolidation.py --turns {args.turns}` on {machine()}, commit
-{git_revision()}. A turn = `retrieve_memories` + `store_memories` with the real model;
+{revision}. A turn = `retrieve_memories` + `store_memories` with the real model;
 consolidation "on" runs a 2-second fake LLM every 4 turns in the background and stores what it
 returns ({len(made)} memories were created during the run). On and off alternate in the same run.
 
-{table(["consolidation", "turns", "p50 ms", "p95 ms"], [row("off"), row("on")])}
+{table(["consolidation", "turns", "p50 ms", "p95 ms"], rows)}
 
 Ratio on/off: p50 {ratio50:.2f}, p95 {ratio95:.2f}.
 """

@@ -15,42 +15,42 @@ embeddings (decision 0013). Writes docs/benchmarks.md (section "ef-search").
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import counts, git_revision, machine, publish, rotated, run, table
-from latency import exact_top, indexed_database, queries_for
-from overheads import app_connection, pcts
+from lib.data import exact_top, indexed_database, queries_for
+from lib.db import app_connection
+from lib.report import git_revision, machine, publish, table
+from lib.run import counts, parser, run
+from lib.timing import BLOCK, Call, blocks, percentiles, timed_interleaved
+from psycopg import AsyncConnection
 
 from recall.config import Settings
 from recall.db.sql import query
 
-BLOCK = 25
 
+def indexed_call(conn: AsyncConnection[Any], user: str, q: np.ndarray, ef: int) -> Call:
+    """One `recall.search_indexed` call: limit 3, no distance bound, `ef` candidates."""
+    params = {"user_id": user, "query": q, "limit": 3, "max_distance": 2.0, "candidates": ef}
 
-def search_params(user: str, q: np.ndarray, ef: int) -> dict[str, Any]:
-    """`recall.search_indexed`'s arguments: limit 3, no distance bound, `ef` candidates."""
-    return {"user_id": user, "query": q, "limit": 3, "max_distance": 2.0, "candidates": ef}
+    async def call() -> list[Any]:
+        cur = await conn.execute(query("search_indexed"), params)
+        return await cur.fetchall()
+
+    return call
 
 
 async def main() -> None:
     """Load, build the large user's index, then time each candidate count; print and write."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--efs", default="10,20,40,64,100,200", help="candidate counts to compare")
-    parser.add_argument("--queries", type=int, default=500)
-    parser.add_argument("--rounds", type=int, default=2, help="counted passes (after a warm-up)")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__)
+    options.add_argument("--rows", type=int, default=200_000)
+    options.add_argument("--efs", default="10,20,40,64,100,200", help="candidate counts to compare")
+    options.add_argument("--queries", type=int, default=500)
+    options.add_argument("--rounds", type=int, default=2, help="counted passes (after a warm-up)")
+    args = options.parse_args()
     default = Settings().hnsw_ef_search
     efs = counts(args.efs, default=default, option="--efs")
-    revision = git_revision()  # the code that runs, whatever changes during the run
+    revision = git_revision()
     rng = np.random.default_rng(args.rows)
     url, data, indexed = await indexed_database("recall_bench_ef_search", args.rows, rng)
     if len(indexed) != 1:
@@ -65,23 +65,17 @@ async def main() -> None:
     times: dict[int, list[float]] = {ef: [] for ef in efs}
     hits = dict.fromkeys(efs, 0)
     try:
-        turn = 0  # counts blocks across rounds, so each count goes first equally often
+        calls = {ef: [indexed_call(conn, user, q, ef) for user, q in queries] for ef in efs}
         for round_ in range(args.rounds + 1):  # round 0 warms up and is not counted
-            for start in range(0, len(queries), BLOCK):
-                block = list(
-                    zip(queries[start : start + BLOCK], truth[start : start + BLOCK], strict=True)
-                )
-                for ef in rotated(efs, turn):
-                    for (user, q), top in block:
-                        params = search_params(user, q, ef)
-                        t0 = time.perf_counter()
-                        cur = await conn.execute(query("search_indexed"), params)
-                        rows = await cur.fetchall()
-                        elapsed = (time.perf_counter() - t0) * 1000
-                        if round_:
-                            times[ef].append(elapsed)
-                            hits[ef] += len({str(r[0]) for r in rows} & top)
-                turn += 1
+            # the turns go on across rounds, so each count goes first equally often
+            measured = await timed_interleaved(calls, first_turn=round_ * blocks(len(queries)))
+            if round_:
+                for ef, (ms, found) in measured.items():
+                    times[ef] += ms
+                    hits[ef] += sum(
+                        len({str(r[0]) for r in rows} & top)
+                        for rows, top in zip(found, truth, strict=True)
+                    )
     finally:
         await conn.close()
     report(args, revision, data.users[large], efs, default, times, hits, args.rounds * len(queries))
@@ -98,10 +92,10 @@ def report(
     searches: int,
 ) -> None:
     """The table: recall@3 and percentiles per count, and ratios to the default."""
-    d50, d95 = pcts(times[default])
+    d50, d95 = percentiles(times[default], [50, 95])
     rows = []
     for ef in efs:
-        p50, p95 = pcts(times[ef])
+        p50, p95 = percentiles(times[ef], [50, 95])
         label = f"{ef}{' (default)' if ef == default else ''}"
         rows.append([label, f"{hits[ef] / (3 * searches):.4f}", f"{p50:.2f}", f"{p95:.2f}",
                      f"{p50 / d50:.2f}", f"{p95 / d95:.2f}"])  # fmt: skip

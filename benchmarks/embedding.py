@@ -2,30 +2,29 @@
 ONNX Runtime with the plain export used before decision 0011, and PyTorch
 (sentence-transformers), on the same texts in one run.
 
-    python benchmarks/embedding.py [--queries 500]
+    python benchmarks/embedding.py [--queries 500] [--documents 640]
 
 Reports the time to embed one short query and one conversation turn pair (the text `add_turn`
 embeds: LoCoMo pairs, about 80 tokens) as p50/p95, documents per second in batches of 64, and
-the largest difference between the backends' unit vectors.
+the largest difference between the backends' unit vectors. Writes docs/benchmarks.md
+(section "embedding").
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from lib.corpus import conversation_pairs
+from lib.report import git_revision, machine, publish, table
+from lib.run import parser, run
+from lib.timing import percentiles, rotated
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import git_revision, machine, publish, run, table
-from latency import LOCOMO, conversation_pairs
-
-from recall.embeddings import _MAX_TOKENS, MiniLMEmbeddings
+from recall.embeddings import MiniLMEmbeddings
+from recall.embeddings.minilm import _MAX_TOKENS
 from recall.embeddings.onnx_encoder import OnnxEncoder, export_onnx
 from recall.memory import embedding_text
 
@@ -47,9 +46,8 @@ def timed_blocks(models: dict[str, MiniLMEmbeddings], texts: list[str]) -> dict[
     Runtime and PyTorch workers spin for a while after a call) and the block's first call is
     not counted."""
     times: dict[str, list[float]] = {name: [] for name in models}
-    names = list(models)
     for b, start in enumerate(range(0, len(texts), BLOCK)):
-        for name in names[b % len(names) :] + names[: b % len(names)]:
+        for name in rotated(list(models), b):
             embed = models[name].embed_query
             time.sleep(0.05)
             for k, text in enumerate(texts[start : start + BLOCK]):
@@ -61,11 +59,12 @@ def timed_blocks(models: dict[str, MiniLMEmbeddings], texts: list[str]) -> dict[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--queries", type=int, default=500)
-    parser.add_argument("--data", type=Path, default=LOCOMO, help="LoCoMo JSON (the turn pairs)")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    """Load the three backends, time them in turns; print and write."""
+    options = parser(__doc__, data=True)
+    options.add_argument("--queries", type=int, default=500, help="queries and turn pairs timed")
+    options.add_argument("--documents", type=int, default=640, help="turn pairs in batches")
+    args = options.parse_args()
+    revision = git_revision()
     with tempfile.TemporaryDirectory() as tmp:
         models = {
             "onnx (fused, default)": MiniLMEmbeddings(backend="onnx"),
@@ -80,7 +79,7 @@ def main() -> None:
         pairs = all_pairs[: args.queries]
         query_times = timed_blocks(models, queries)
         pair_times = timed_blocks(models, pairs)
-        texts = all_pairs[:640]
+        texts = all_pairs[: args.documents]
         rates, vectors = {}, {}
         for name, model in models.items():
             time.sleep(0.05)
@@ -90,14 +89,14 @@ def main() -> None:
     torch_vectors = vectors["torch"]
     rows = []
     for name in models:
-        q50, q95 = np.percentile(query_times[name], [50, 95])
-        t50, t95 = np.percentile(pair_times[name], [50, 95])
+        q50, q95 = percentiles(query_times[name], [50, 95])
+        t50, t95 = percentiles(pair_times[name], [50, 95])
         diff = float(np.abs(vectors[name] - torch_vectors).max())
         rows.append([name, f"{q50:.2f}", f"{q95:.2f}", f"{t50:.2f}", f"{t95:.2f}",
                      f"{rates[name]:,.0f}", f"{diff:.1e}"])  # fmt: skip
 
     def ratio(a: str, b: str, times: dict[str, list[float]], q: int) -> str:
-        return f"{np.percentile(times[a], q) / np.percentile(times[b], q):.2f}"
+        return f"{percentiles(times[a], [q])[0] / percentiles(times[b], [q])[0]:.2f}"
 
     fused, plain = "onnx (fused, default)", "onnx (plain export)"
     headers = ["backend", "query p50 ms", "query p95 ms", "turn pair p50 ms", "turn pair p95 ms",
@@ -113,7 +112,7 @@ def main() -> None:
     body = f"""## Embedding: ONNX Runtime (fused and plain graphs) and PyTorch
 
 `python benchmarks/embedding.py --queries {args.queries}` on {machine()}, commit
-{git_revision()}: all-MiniLM-L6-v2, one text per call (tokenizer and pooling included): a
+{revision}: all-MiniLM-L6-v2, one text per call (tokenizer and pooling included): a
 short query, and a LoCoMo turn pair as `add_turn` embeds it. The backends take turns in blocks
 of {BLOCK} texts (decision 0011); documents are {len(texts)} turn pairs in batches of 64.
 

@@ -5,24 +5,19 @@ database, once steady and once with the database restarted mid-run.
 
 Each user sends unique messages in its own thread; the writer's queue absorbs the outage. At
 the end the queue is drained and every acknowledged turn is looked up: lost = acknowledged
-but not stored, duplicated = stored more than once. Writes docs/benchmarks.md.
+but not stored, duplicated = stored more than once. Writes docs/benchmarks.md (section "load").
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import ROOT, git_revision, machine, publish, run, table
 from langchain_core.messages import AIMessage, HumanMessage
+from lib.report import ROOT, git_revision, machine, publish, table
+from lib.run import parser, run
+from lib.timing import percentiles
 
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
@@ -38,6 +33,8 @@ TOPICS = ["hiking", "the dog", "work", "a trip", "music", "cooking", "books", "t
 
 
 async def scenario(seconds: float, users: int, restart: bool, label: str) -> list[object]:
+    """`users` users' turns for `seconds` on a fresh embedded server (restarted half way
+    through when `restart`): the table's row."""
     server = EmbeddedServer(ROOT / ".recall" / "load-pgdata")
     url = await server.astart(stop_at_exit=True)
     settings = Settings(database_url=url, embedding_cache_ttl=0, search_timeout_ms=2000)
@@ -113,9 +110,7 @@ async def scenario(seconds: float, users: int, restart: bool, label: str) -> lis
         label,
         users,
         f"{len(acknowledged) / wall:.1f}",
-        f"{np.percentile(lat['retrieve'], 95):.0f}",
-        f"{np.percentile(lat['write'], 95):.0f}",
-        f"{np.percentile(lat['turn'], 95):.0f}",
+        *(f"{percentiles(lat[step], [95])[0]:.0f}" for step in ("retrieve", "write", "turn")),
         errors,
         degraded,
         lost,
@@ -125,11 +120,12 @@ async def scenario(seconds: float, users: int, restart: bool, label: str) -> lis
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--users", type=int, default=64)
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    """Both scenarios, one after the other; print and write."""
+    options = parser(__doc__)
+    options.add_argument("--users", type=int, default=64)
+    options.add_argument("--seconds", type=float, default=60)
+    args = options.parse_args()
+    revision = git_revision()
     rows = [
         await scenario(args.seconds, args.users, False, "steady"),
         await scenario(args.seconds, args.users, True, "database restarted mid-run"),
@@ -140,7 +136,7 @@ async def main() -> None:
     body = f"""## Load: {args.users} concurrent users for {args.seconds:.0f} s
 
 `python benchmarks/load.py --users {args.users} --seconds {args.seconds:.0f}` on {machine()},
-commit {git_revision()}. Each turn: `retrieve_memories` (real model, hybrid) + a fixed reply +
+commit {revision}. Each turn: `retrieve_memories` (real model, hybrid) + a fixed reply +
 `store_memories`. "errors" are exceptions out of a node (target 0); "degraded" are retrievals
 that returned no memories because of a timeout or database error (by design, never an error);
 lost and duplicated turns are counted after the writer's queue is drained.

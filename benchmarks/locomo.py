@@ -2,124 +2,49 @@
 and query latency; `--fit` refits the hybrid fusion model.
 
     python benchmarks/locomo.py [--fit] [--data ../shared/data/locomo_dev.json]
+                                [--candidates 20] [--conversations N]
 
 Each conversation is one user; one memory per consecutive turn pair ("Speaker: text" on both
 sides, image captions included), dated by its session. Questions of categories 1-4 are asked;
-a hit is an evidence turn's memory in the top k. Writes its table to docs/benchmarks.md.
+a hit is an evidence turn's memory in the top k. Writes docs/benchmarks.md (section "locomo").
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import re
 import statistics
-import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from lib.corpus import CATEGORIES, load
+from lib.db import fresh_database
+from lib.report import git_revision, machine, publish, table
+from lib.run import parser, run
+from lib.timing import percentiles
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import ROOT, fresh_database, git_revision, machine, publish, run, table
-
-from recall.config import Settings
+from recall.config import RetrievalMode, Settings
 from recall.db.search import keyword_rows, vector_rows
 from recall.search.fusion import FEATURES, Candidate, FusionModel, features
 from recall.search.keywords import keywords_from_text
 from recall.search.ranking import merge_candidates
 from recall.store import MemoryStore
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (1, 3, 5, 10)
-MODES = ("semantic", "keyword", "hybrid")
-_EVIDENCE = re.compile(r"D\d+:\d+")
+MODES: tuple[RetrievalMode, ...] = ("semantic", "keyword", "hybrid")
 
 
 @dataclass
 class Question:
+    """A question asked of one user's memories, with the ids of its evidence's memories."""
+
     user: str
     text: str
     category: int
     evidence: set[str]  # memory ids
     vector: Any = None
-
-
-@dataclass
-class Corpus:
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    dia_to_turn: dict[tuple[str, str], int] = field(default_factory=dict)
-    questions: list[tuple[str, str, int, set[int]]] = field(default_factory=list)
-    skipped_evidence: int = 0
-    skipped_questions: int = 0
-
-
-def _date(raw: str) -> datetime | None:
-    try:
-        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y")
-    except ValueError:
-        return None
-
-
-def _line(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" [shares an image: {turn['blip_caption']}]"
-    return text
-
-
-def load(path: Path) -> Corpus:
-    """Turn pairs and questions from the LoCoMo file, evidence mapped to pair indexes."""
-    corpus = Corpus()
-    for sample in json.loads(path.read_text()):
-        user = sample["sample_id"]
-        conv = sample["conversation"]
-        sessions = sorted(
-            (int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k)),
-        )
-        for n in sessions:
-            turns = conv[f"session_{n}"]
-            when = _date(conv.get(f"session_{n}_date_time", ""))
-            pairs = [(i, i + 1) for i in range(0, len(turns) - 1, 2)]
-            if len(turns) % 2 == 1 and len(turns) > 1:  # the odd last turn joins the one before
-                pairs.append((len(turns) - 2, len(turns) - 1))
-            for a, b in pairs:
-                index = len(corpus.turns)
-                corpus.turns.append(
-                    {
-                        "user_id": user,
-                        "user_message": _line(turns[a]),
-                        "ai_response": _line(turns[b]),
-                        "conversation_id": f"{user}-session-{n}",
-                        "created_at": when,
-                        "metadata": {"dia_ids": [turns[a]["dia_id"], turns[b]["dia_id"]]},
-                    }
-                )
-                for t in (turns[a], turns[b]):
-                    corpus.dia_to_turn.setdefault((user, t["dia_id"]), index)
-        for qa in sample["qa"]:
-            if qa.get("category") not in CATEGORIES:
-                continue
-            wanted: set[int] = set()
-            for entry in qa.get("evidence", []):
-                ids = _EVIDENCE.findall(entry)
-                if not ids:
-                    corpus.skipped_evidence += 1
-                for dia in ids:
-                    if (user, dia) in corpus.dia_to_turn:
-                        wanted.add(corpus.dia_to_turn[(user, dia)])
-                    else:
-                        corpus.skipped_evidence += 1
-            if wanted:
-                corpus.questions.append((user, qa["question"], qa["category"], wanted))
-            else:
-                corpus.skipped_questions += 1
-    return corpus
 
 
 async def candidates(
@@ -187,14 +112,16 @@ async def fit(store: MemoryStore, questions: list[Question]) -> FusionModel:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/locomo_dev.json")
-    parser.add_argument("--fit", action="store_true", help="refit the fusion model first")
-    parser.add_argument("--no-write", action="store_true", help="do not touch docs/benchmarks.md")
-    parser.add_argument("--candidates", type=int, default=None, help="hybrid candidates per side")
-    args = parser.parse_args()
-
-    corpus = load(args.data)
+    """Load the conversations, ask every question in every mode; print and write."""
+    options = parser(__doc__, data=True)
+    options.add_argument("--fit", action="store_true", help="refit the fusion model first")
+    options.add_argument("--candidates", type=int, default=None, help="hybrid candidates per side")
+    options.add_argument(
+        "--conversations", type=int, default=None, help="the first N conversations only"
+    )
+    args = options.parse_args()
+    revision = git_revision()
+    corpus = load(args.data, args.conversations)
     url = await fresh_database("recall_bench_locomo")
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     if args.candidates:
@@ -238,8 +165,8 @@ async def main() -> None:
                     hits[mode][f"any@{k}"].append(bool(top & q.evidence))
                     hits[mode][f"all@{k}"].append(q.evidence <= top)
                     hits[mode][f"any@{k}/c{q.category}"].append(bool(top & q.evidence))
-        survive: dict[str, list[bool]] = {"semantic": [], "hybrid": []}
-        returned: dict[str, list[int]] = {"semantic": [], "hybrid": []}
+        survive: dict[RetrievalMode, list[bool]] = {"semantic": [], "hybrid": []}
+        returned: dict[RetrievalMode, list[int]] = {"semantic": [], "hybrid": []}
         for q in questions:
             for mode in survive:
                 found = await store.search(q.user, q.text, mode=mode, query_vector=q.vector)
@@ -272,21 +199,20 @@ async def main() -> None:
         ],
         [[m, pct(survive[m]), f"{statistics.mean(returned[m]):.2f}"] for m in survive],
     )
+    p = {m: percentiles(latency[m], [50, 95]) for m in MODES}
     lat = table(
         ["mode", "p50 ms", "p95 ms", "ratio p50 to semantic"],
-        [
-            [
-                m,
-                f"{np.percentile(latency[m], 50):.2f}",
-                f"{np.percentile(latency[m], 95):.2f}",
-                f"{np.percentile(latency[m], 50) / np.percentile(latency['semantic'], 50):.2f}",
-            ]
-            for m in MODES
-        ],
-    )
+        [[m, f"{p50:.2f}", f"{p95:.2f}", f"{p50 / p['semantic'][0]:.2f}"]
+         for m, (p50, p95) in p.items()],
+    )  # fmt: skip
+    given = [("--fit", args.fit), ("--candidates", args.candidates),
+             ("--conversations", args.conversations)]  # fmt: skip
+    command = " ".join(["python benchmarks/locomo.py"] + [
+        name if value is True else f"{name} {value}" for name, value in given if value
+    ])  # fmt: skip
     body = f"""## Retrieval quality on LoCoMo (dev split)
 
-`python benchmarks/locomo.py` on {machine()}, commit {git_revision()},
+`{command}` on {machine()}, commit {revision},
 {datetime.now():%Y-%m-%d}. {len(questions)} questions (categories 1-4), one memory per turn pair,
 all-MiniLM-L6-v2, fusion model {store.fusion}. Recall in % (evidence in the top k).
 

@@ -19,33 +19,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import time
 from contextlib import AsyncExitStack
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import (
-    counts,
-    fresh_database,
-    git_revision,
-    machine,
-    publish,
-    rotated,
-    run,
-    settle,
-    table,
-)
-from latency import LOCOMO, conversation_pairs, load, make_data, our_call, queries_for
+from lib.corpus import conversation_pairs
+from lib.data import Query, load, make_data, queries_for, search_call
+from lib.db import fresh_database, settle
+from lib.report import git_revision, machine, publish, table
+from lib.run import counts, parser, run
+from lib.timing import percentiles, rotated
 
 from recall.config import Settings
 from recall.db.pool import open_pool
 from recall.store import MemoryStore
-
-Query = tuple[str, np.ndarray]
 
 
 async def burst(
@@ -58,7 +45,7 @@ async def burst(
     async def client() -> None:
         for user, vector in pending:  # a shared iterator: each query is taken once
             t0 = time.perf_counter()
-            await our_call(store, user, vector)()
+            await search_call(store, user, vector)()
             latencies.append((time.perf_counter() - t0) * 1000)
 
     t0 = time.perf_counter()
@@ -68,29 +55,27 @@ async def burst(
 
 async def main() -> None:
     """Load, then time each pool size under each number of clients; print and write."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--sizes", default="2,4,10,20", help="pool sizes to compare")
-    parser.add_argument("--clients", default="8,32", help="concurrent clients")
-    parser.add_argument("--queries", type=int, default=400, help="searches per burst")
-    parser.add_argument("--rounds", type=int, default=8, help="counted rounds (after a warm-up)")
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
+    options = parser(__doc__, data=True)
+    options.add_argument("--rows", type=int, default=100_000)
+    options.add_argument("--sizes", default="2,4,10,20", help="pool sizes to compare")
+    options.add_argument("--clients", default="8,32", help="concurrent clients")
+    options.add_argument("--queries", type=int, default=400, help="searches per burst")
+    options.add_argument("--rounds", type=int, default=8, help="counted rounds (after a warm-up)")
+    args = options.parse_args()
     default = Settings().connection_pool_size
     sizes = counts(args.sizes, default=default, option="--sizes")
     client_counts = [int(c) for c in args.clients.split(",")]
-    revision = git_revision()  # the code that runs, whatever changes during the run
+    revision = git_revision()
     rng = np.random.default_rng(args.rows)
     url = await fresh_database("recall_bench_pool_size")
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     # (clients, size) -> per round: (queries/s, [latencies])
     runs: dict[tuple[int, int], list[tuple[float, list[float]]]] = {}
     async with MemoryStore.connect(settings) as loader:
-        data = await make_data(args.rows, False, loader, rng, conversation_pairs(LOCOMO))
+        data = await make_data(args.rows, False, loader, rng, conversation_pairs(args.data))
         await load(loader, data)
         await settle(url)
-        typical = [u for u in data.users if not u.startswith("large")]
-        queries = queries_for(data, typical, args.queries, rng)
+        queries = queries_for(data, data.typical(), args.queries, rng)
         async with AsyncExitStack() as stack:
             stores: dict[int, MemoryStore] = {}
             for size in sizes:
@@ -111,13 +96,10 @@ async def main() -> None:
 def summary(results: list[tuple[float, list[float]]]) -> tuple[float, float, float, float]:
     """Medians over rounds of: queries/s, and the p50, p95 and p99 latency of each round."""
     rates = [rate for rate, _ in results]
-    p = {q: [float(np.percentile(lat, q)) for _, lat in results] for q in (50, 95, 99)}
-    return (
-        float(np.median(rates)),
-        float(np.median(p[50])),
-        float(np.median(p[95])),
-        float(np.median(p[99])),
+    p50, p95, p99 = (
+        float(np.median(p)) for p in zip(*(percentiles(lat) for _, lat in results), strict=True)
     )
+    return float(np.median(rates)), p50, p95, p99
 
 
 def report(

@@ -1,0 +1,11 @@
+"""The benchmarks' shared library. Each script under benchmarks/ answers one question; what
+more than one of them needs lives here, never in another script:
+
+- `lib.run`: the entry point (logging as deployed) and the command line;
+- `lib.db`: a fresh database per run, settling a table after a load, a bare app-role connection;
+- `lib.corpus`: the LoCoMo file (turn pairs and questions);
+- `lib.data`: skewed synthetic users with LoCoMo texts and clustered vectors, loaded through
+  `MemoryStore.add_turns`, with queries and their exact answers;
+- `lib.timing`: timed calls, compared systems taking turns, percentiles;
+- `lib.report`: Markdown tables and the script's section of docs/benchmarks.md.
+"""

@@ -1,0 +1,70 @@
+"""Databases for benchmarks: a fresh one per run, on a given server or an embedded one."""
+
+from __future__ import annotations
+
+import os
+
+from pgvector.psycopg import register_vector_async
+from psycopg import AsyncConnection, sql
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import TupleRow
+
+from recall.db.embedded import EmbeddedServer
+from recall.db.pool import connect_once
+from recall.db.rls import use_app_role
+
+from .report import ROOT
+
+BENCH_DATA_DIR = ROOT / ".recall" / "bench-pgdata"
+SERVER_URL = "RECALL_BENCH_DATABASE_URL"
+
+
+async def fresh_database(name: str) -> str:
+    """Drop and create database `name` on the server at $RECALL_BENCH_DATABASE_URL, or on an
+    embedded server in .recall/bench-pgdata (stopped at exit); return its URL. The database
+    stays after the run, for a look with psql."""
+    server_url = os.environ.get(SERVER_URL) or await EmbeddedServer(BENCH_DATA_DIR).astart(
+        stop_at_exit=True
+    )
+    conn = await connect_once(server_url)
+    try:
+        await conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    finally:
+        await conn.close()
+    return make_conninfo(server_url, dbname=name)
+
+
+async def settle(url: str, *tables: str) -> None:
+    """After a load, as the tables' owner (VACUUM is not the app role's): VACUUM (ANALYZE)
+    `tables` (by default the memories), the steady state autovacuum reaches (statistics,
+    visibility map), so autovacuum does not process a fresh table during the timings; then
+    CHECKPOINT, so the load's dirty pages are written now and not by a checkpoint spread over
+    the timings."""
+    owner = await connect_once(url)
+    try:
+        for table in tables or ("recall.memories",):
+            await owner.execute(
+                sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(*table.split(".")))
+            )
+        await owner.execute("CHECKPOINT")
+    finally:
+        await owner.close()
+
+
+async def app_connection(url: str) -> AsyncConnection[TupleRow]:
+    """One connection as the store's are (pgvector types, role recall_app, autocommit), without
+    a pool, with a fresh plan cache.
+
+    Raises:
+        SystemExit: the session cannot take role recall_app (the timings would skip row-level
+            security).
+    """
+    conn = await connect_once(url)
+    await register_vector_async(conn)
+    if not await use_app_role(conn):
+        await conn.close()
+        raise SystemExit("cannot SET ROLE recall_app: the searches would skip row-level security")
+    return conn
