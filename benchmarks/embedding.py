@@ -36,7 +36,7 @@ class PlainOnnx(MiniLMEmbeddings):
     exported before decision 0011 (SDPA attention, no fusion). No fallback to torch."""
 
     def _load_onnx(self, model_dir: Path, digest: str) -> Any:
-        path = export_onnx(model_dir, digest, self._cache_dir, _MAX_TOKENS, fused=False)
+        path = export_onnx(model_dir, digest, self.cache_dir, _MAX_TOKENS, fused=False)
         return OnnxEncoder(path, model_dir, max_length=_MAX_TOKENS)
 
 
