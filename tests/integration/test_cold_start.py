@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from structlog.testing import capture_logs
 
 from recall.config import Settings
@@ -34,7 +35,7 @@ async def test_a_cold_model_is_waited_for_and_logged(
 ) -> None:
     await store.add_turn(user, "my sister Ana lives in Lisbon", "Lisbon is lovely.")
     slow = SlowLoadingEmbeddings(64, load_s=0.6)
-    config = {"configurable": {"langgraph_auth_user": {"identity": user}}}
+    config: RunnableConfig = {"configurable": {"langgraph_auth_user": {"identity": user}}}
     question = {"messages": [HumanMessage("where does my sister Ana live")]}
     async with MemoryStore.connect(settings, embeddings=slow) as cold:
         assert not cold.embedder.ready

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from recall.config import Settings
 from recall.errors import InvalidInputError
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.nodes.keyword import create_keyword_search_node
 from recall.nodes.tool import create_memory_search_tool
+from recall.search.modes import Mode
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -125,9 +127,10 @@ async def test_text_through_every_entry_point(
         assert "\x00" not in stored.user_message
         assert len(stored.user_message) <= store.settings.max_message_length
         stored.user_message.encode("utf-8")  # no lone surrogate survives
-    for mode in ("semantic", "keyword", "hybrid"):
+    modes: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
+    for mode in modes:
         found = await _outcome(
-            store.search("hostile-user", text, mode=mode, similarity_threshold=0.0)  # type: ignore[arg-type]
+            store.search("hostile-user", text, mode=mode, similarity_threshold=0.0)
         )
         assert isinstance(found, list) or "query must not be empty" in str(found)
     assert isinstance(await store.keyword_search("hostile-user", text), list)
@@ -163,7 +166,9 @@ async def test_bad_configs(store: MemoryStore, witness: str, tmp_path: Path, nam
     assert await writer(state, config) == {}
     if isinstance(config, dict) and isinstance(config.get("configurable"), dict):
         # (LangChain itself refuses a config that is not a RunnableConfig before the tool runs)
-        tool_out = await create_memory_search_tool(store).ainvoke({"query": "normal"}, config)
+        tool_out = await create_memory_search_tool(store).ainvoke(
+            {"query": "normal"}, cast(RunnableConfig, config)
+        )
         assert isinstance(tool_out, str) and "witness" not in tool_out
     assert await _checksum(store) == witness
 

@@ -18,6 +18,7 @@ from recall.nodes import create_retrieve_memories_node
 from recall.nodes.context import create_recent_memories_node
 from recall.nodes.keyword import create_keyword_search_node
 from recall.nodes.tool import create_memory_search_tool
+from recall.search.modes import Mode
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -50,9 +51,10 @@ def cfg(user: str, thread: str = "iso-thread") -> Any:
 async def every_read(store: MemoryStore, user: str, text: str, tmp: Path) -> list[list[str]]:
     """Memory ids (or texts, for string outputs) each read path returns for `user`."""
     out = []
-    for mode in ("semantic", "keyword", "hybrid"):
-        found = await store.search(user, text, limit=50, similarity_threshold=0.0, mode=mode)
-        out.append([m.id for m in found])
+    modes: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
+    for mode in modes:
+        hits = await store.search(user, text, limit=50, similarity_threshold=0.0, mode=mode)
+        out.append([m.id for m in hits])
     out.append([m.id for m in await store.keyword_search(user, text.replace(" ", ";"), limit=50)])
     out.append([m.id for m in await store.recent(user, 50)])
     node = create_retrieve_memories_node(store, limit=50, similarity_threshold=0.0)

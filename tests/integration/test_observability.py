@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ def cfg(user: str | None) -> RunnableConfig:
     return {"configurable": configurable}
 
 
-async def run(node: Any, user: str | None, text: str = SECRET) -> list[dict[str, Any]]:
+async def run(node: Any, user: str | None, text: str = SECRET) -> list[MutableMapping[str, Any]]:
     with capture_logs(processors=[structlog.contextvars.merge_contextvars]) as logs:
         await node({"messages": [HumanMessage(text)]}, cfg(user))
     return logs

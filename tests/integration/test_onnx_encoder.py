@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,7 @@ class _Records(logging.Handler):
 @dataclass
 class Export:
     path: Path
-    events: list[dict[str, Any]]
+    events: list[MutableMapping[str, Any]]
     records: list[logging.LogRecord]
     cache_dir: Path
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 from recall.creation.notes import read_notes
@@ -19,6 +20,7 @@ from recall.nodes import create_retrieve_memories_node
 from recall.nodes.keyword import create_keyword_search_node
 from recall.nodes.tool import create_memory_search_tool
 from recall.search.keywords import NO_DISCUSSION_MESSAGE, NO_RESULTS_MESSAGE, RESULT_SEPARATOR
+from recall.search.modes import Mode
 from recall.search.rerank import rerank_memories
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
@@ -119,8 +121,9 @@ async def test_hybrid_threshold_applies_to_relevance(store: MemoryStore, user: s
 
 async def test_retrieve_node_modes(store: MemoryStore, user: str) -> None:
     await store.add_turn(user, "my cat is named Zorblax", "cute")
-    for mode in ("semantic", "keyword", "hybrid"):
-        node = create_retrieve_memories_node(store, mode=mode, similarity_threshold=0.0)  # type: ignore[arg-type]
+    modes: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
+    for mode in modes:
+        node = create_retrieve_memories_node(store, mode=mode, similarity_threshold=0.0)
         out = await node({"messages": [HumanMessage("Zorblax")]}, cfg(user))
         assert [m["user_message"] for m in out["retrieved_memories"]] == ["my cat is named Zorblax"]
 
@@ -207,7 +210,9 @@ async def test_tool_is_bound_to_the_authenticated_user(store: MemoryStore, user:
     assert "4512" in out and "9999" not in out
     assert "c9" in out and "score" in out
     # whatever the model puts in the arguments, it cannot pick another user
-    assert "user_id" not in tool.tool_call_schema.model_json_schema()["properties"]
+    schema = tool.tool_call_schema
+    assert isinstance(schema, type) and issubclass(schema, BaseModel)
+    assert "user_id" not in schema.model_json_schema()["properties"]
     forged = await tool.ainvoke({"query": "locker code", "user_id": user + "-eve"}, cfg(user))
     assert "4512" in forged and "9999" not in forged
     forged_unauth = await tool.ainvoke({"query": "locker", "user_id": user + "-eve"}, cfg(None))

@@ -92,7 +92,7 @@ async def test_every_search_plan_reads_one_user(plan_store: MemoryStore) -> None
               "candidates": 100}  # fmt: skip
     keyword = {"user_id": USER, "tsquery": kw.tsquery, "words": kw.words, "query": vector,
                "limit": 3, "conversation_id": None}  # fmt: skip
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "recent": {"user_id": USER, "limit": 5},
         "user_plan": {"user_id": USER},
     }  # fmt: skip

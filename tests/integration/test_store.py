@@ -1,5 +1,6 @@
 import asyncio
 import hashlib
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -282,9 +283,9 @@ async def test_bad_input_gets_a_clear_error_and_changes_nothing(
 ) -> None:
     await store.add_turn("bad-input-witness", "a memory that must survive", "ok")
     before = await _checksum(store)
-    call = store.add_turn if method == "add" else store.search
+    call: Callable[..., Awaitable[object]] = store.add_turn if method == "add" else store.search
     with pytest.raises(InvalidInputError, match=message):
-        await call(*args)  # type: ignore[operator]
+        await call(*args)
     assert await _checksum(store) == before
 
 
