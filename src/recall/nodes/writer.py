@@ -3,7 +3,8 @@
 Each turn goes to the durable `Outbox` first, then to PostgreSQL. The caller waits at most
 `wait_s`; after that (or on a database error) the turn stays queued and a background drainer
 writes it when the database is back. Storing is idempotent (content hash), so a retry that
-races a slow first attempt stores the turn once.
+races a slow first attempt stores the turn once. Each failed attempt is counted with the queued
+turn (`QueuedTurn.attempts`) and logged with its count.
 """
 
 from __future__ import annotations
