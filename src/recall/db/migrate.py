@@ -96,9 +96,8 @@ async def ensure_extension(conn: AsyncConnection[Any]) -> None:
             f"recall needs PostgreSQL 15 or newer; this server is {conn.info.server_version}"
         )
     extension = await fetch_one(conn, "vector_extension", None, VectorExtension)
-    assert extension is not None  # a SELECT of two scalar subqueries returns one row
-    installed = extension.installed
-    if installed is None and extension.available is None:
+    installed, available = (extension.installed, extension.available) if extension else (None, None)
+    if installed is None and available is None:
         raise ExtensionMissingError(
             "the PostgreSQL server has no 'vector' extension: install pgvector 0.7 or newer on it "
             "(https://github.com/pgvector/pgvector#installation), or unset RECALL_DATABASE_URL "
