@@ -1,4 +1,5 @@
-"""The `Memory` record and the checks every turn passes before it is stored."""
+"""The `Memory` record, the `MemoryRow` a read or search returns it from, and the checks every
+turn passes before it is stored."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from recall.errors import InvalidInputError
 
 __all__ = [
     "MAX_ID_LENGTH",
     "Memory",
+    "MemoryRow",
     "Turn",
     "clean_id",
     "clean_text",
@@ -54,6 +57,31 @@ class Memory:
     metadata: dict[str, Any] = field(default_factory=dict)
     kind: str = "turn"
     score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """One memory as a read or a search returns it: the columns of `recall.search_hit`
+    (migration 0005), which every memory-returning block of `queries.sql` selects by name.
+
+    `recall.search.ranking.row_memory` turns it into a `Memory`.
+
+    Attributes:
+        id: the memory's uuid.
+        conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
+        distance: cosine distance to the query vector; None where there was no vector.
+        bm25: the keyword score; None outside keyword search.
+    """
+
+    id: UUID
+    conversation_id: str | None
+    user_message: str
+    ai_response: str
+    created_at: datetime
+    metadata: dict[str, Any]
+    kind: str
+    distance: float | None
+    bm25: float | None
 
 
 def embedding_text(user_message: str, ai_response: str) -> str:

@@ -88,7 +88,9 @@ async def test_a_chunk_becomes_searchable_memories_once(store: MemoryStore, user
     # found by keyword search (title, entities, key phrases, text) and by vector search
     assert (await store.keyword_search(user, "beagle"))[0].kind == "summary"
     assert (await store.keyword_search(user, "night shifts"))[0].metadata["title"] == "Nursing job"
-    semantic = await store.search(user, "Dog named Max beagle", similarity_threshold=0.0, limit=1)
+    semantic = await store.search(
+        user, "Dog named Max beagle", similarity_threshold=0.0, limit=1, mode="semantic"
+    )
     assert semantic[0].metadata["title"] == "Dog named Max"
 
     # nothing new: the model is not asked again, nothing is stored twice

@@ -142,7 +142,7 @@ async def test_small_users_get_exactly_the_brute_force_results(
     for i, q in enumerate(_queries(corpus, SMALL_USERS, seed=2)):
         user = f"small-{i}"
         hits = await corpus.store.search(
-            user, "q", limit=3, similarity_threshold=threshold, query_vector=q
+            user, "q", limit=3, similarity_threshold=threshold, mode="semantic", query_vector=q
         )
         assert [h.id for h in hits] == _exact(corpus, user, q, 3, threshold), user
 
@@ -154,7 +154,9 @@ async def test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after(
     store = corpus.store
     # before its index exists: the exact plan
     for q in queries[:20]:
-        hits = await store.search(BIG_USER, "q", limit=3, similarity_threshold=0.0, query_vector=q)
+        hits = await store.search(
+            BIG_USER, "q", limit=3, similarity_threshold=0.0, mode="semantic", query_vector=q
+        )
         assert [h.id for h in hits] == _exact(corpus, BIG_USER, q, 3, 0.0)
 
     await store.wait_for_index_builds()  # the search above scheduled the build; wait for it
@@ -185,7 +187,9 @@ async def test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after(
 
     found = total = 0
     for q in queries:
-        hits = await store.search(BIG_USER, "q", limit=3, similarity_threshold=0.0, query_vector=q)
+        hits = await store.search(
+            BIG_USER, "q", limit=3, similarity_threshold=0.0, mode="semantic", query_vector=q
+        )
         expected = _exact(corpus, BIG_USER, q, 3, 0.0)
         assert len(hits) == 3
         found += len({h.id for h in hits} & set(expected))

@@ -14,6 +14,7 @@ from recall.db.migrate import (
     pending_migrations,
 )
 from recall.db.pool import connect_once
+from recall.db.rows import VectorExtension
 from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError
 from tests.conftest import Databases
 
@@ -132,10 +133,13 @@ class _NoVectorServer:
     class info:  # mimics psycopg's attribute
         server_version = 160000
 
-    async def execute(self, *_: Any) -> Any:
+    def cursor(self, **_: Any) -> Any:
         class Cursor:
-            async def fetchone(self) -> tuple[None, None]:
-                return (None, None)
+            async def execute(self, *_: Any) -> None:
+                return None
+
+            async def fetchone(self) -> VectorExtension:
+                return VectorExtension(installed=None, available=None)
 
         return Cursor()
 

@@ -96,7 +96,9 @@ async def test_hybrid_lets_a_keyword_only_hit_in(store: MemoryStore, user: str) 
     for i in range(40):
         await store.add_turn(user, f"we talked about apples and pears {i}", "yes apples")
     target = await store.add_turn(user, "my cat is named Zorblax", "cute")
-    semantic = await store.search(user, "apples Zorblax", limit=3, similarity_threshold=0.0)
+    semantic = await store.search(
+        user, "apples Zorblax", limit=3, similarity_threshold=0.0, mode="semantic"
+    )
     assert target.id not in [m.id for m in semantic]
     hybrid = await store.search(
         user, "apples Zorblax", limit=3, similarity_threshold=0.0, mode="hybrid"

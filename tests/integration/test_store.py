@@ -66,11 +66,15 @@ async def test_search_respects_limit_threshold_and_order(store: MemoryStore, use
     for i in range(6):
         await store.add_turn(user, f"apples and pears number {i}", "noted")
     await store.add_turn(user, "completely unrelated sentence", "zzz")
-    hits = await store.search(user, "apples and pears", limit=4, similarity_threshold=0.0)
+    hits = await store.search(
+        user, "apples and pears", limit=4, similarity_threshold=0.0, mode="semantic"
+    )
     assert len(hits) == 4
     sims = [h.similarity for h in hits]
     assert sims == sorted(sims, reverse=True)  # type: ignore[type-var]
-    strict = await store.search(user, "apples and pears", limit=10, similarity_threshold=0.99)
+    strict = await store.search(
+        user, "apples and pears", limit=10, similarity_threshold=0.99, mode="semantic"
+    )
     assert all(h.similarity is not None and h.similarity >= 0.99 for h in strict)
 
 
@@ -254,7 +258,13 @@ async def test_precomputed_embeddings_are_used_and_checked(store: MemoryStore, u
             }
         ]
     )
-    hits = await store.search(user, "anything", query_vector=vector, similarity_threshold=0.99)  # type: ignore[arg-type]
+    hits = await store.search(
+        user,
+        "anything",
+        query_vector=vector,  # type: ignore[arg-type]
+        similarity_threshold=0.99,
+        mode="semantic",
+    )
     assert [h.id for h in hits] == [mid]
     with pytest.raises(Exception, match="expected 64"):
         await store.add_turns(

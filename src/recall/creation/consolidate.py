@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
-import psycopg
 import structlog
-from psycopg.types.json import Jsonb
 
 from recall.creation.extraction import MemoryExtractor, MemoryObject, Summarizer
-from recall.db.sql import query
+from recall.db.rows import PendingTurn
 from recall.memory import make_turn
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
@@ -25,7 +20,9 @@ __all__ = ["ConsolidationResult", "ConsolidationScheduler", "Consolidator"]
 
 log = structlog.stdlib.get_logger(__name__)
 
-_BEGINNING = (datetime.fromisoformat("0001-01-01T00:00:00+00:00"), uuid.UUID(int=0))
+# a model-written memory's text may be this long (a turn's limit is max_message_length)
+_MEMORY_LENGTH = 4000
+_SUMMARY_LENGTH = 8000
 
 
 @dataclass(slots=True)
@@ -47,8 +44,10 @@ class Consolidator:
         store: a store, a provider of one, or None for the process-wide store.
         extractor: writes memory objects from a chunk (e.g. `RunnableExtractor(chat_model)`).
         summarizer: keeps the rolling summary; None disables it.
-        chunk_size: turns per chunk; a partial chunk is processed only with `force`.
+        chunk_size: turns per chunk; a partial chunk is processed only with `force`. None:
+            the store's `settings.consolidation_chunk_size`.
         dedup_threshold: a new memory this close (cosine) to an existing one updates it.
+            None: the store's `settings.dedup_threshold`.
         timeout_s: the model's time limit per chunk.
     """
 
@@ -58,15 +57,15 @@ class Consolidator:
         extractor: MemoryExtractor,
         *,
         summarizer: Summarizer | None = None,
-        chunk_size: int = 10,
-        dedup_threshold: float = 0.95,
+        chunk_size: int | None = None,
+        dedup_threshold: float | None = None,
         timeout_s: float = 60.0,
     ) -> None:
         self._store = provider_for(store)
         self._extractor = extractor
         self._summarizer = summarizer
         self.chunk_size = chunk_size
-        self._dedup_distance = 1.0 - dedup_threshold
+        self.dedup_threshold = dedup_threshold
         self._timeout_s = timeout_s
 
     async def run(
@@ -76,14 +75,20 @@ class Consolidator:
 
         A failed, timed-out or malformed model answer stores nothing and leaves the tracker
         where it was (logged; the next run retries the same chunk).
+
+        Raises:
+            InvalidInputError, StoreError: an id is unusable, or the database failed.
         """
         store = await self._store()
+        chunk_size = (
+            store.settings.consolidation_chunk_size if self.chunk_size is None else self.chunk_size
+        )
         result = ConsolidationResult()
         while True:
-            turns = await self._pending(store, user_id, conversation_id)
-            if not turns or (len(turns) < self.chunk_size and not force):
+            turns = await store.pending_turns(user_id, conversation_id, chunk_size)
+            if not turns or (len(turns) < chunk_size and not force):
                 return result
-            chunk = "\n".join(f"User: {t[1]}\nAssistant: {t[2]}" for t in turns)
+            chunk = "\n".join(f"User: {t.user_message}\nAssistant: {t.ai_response}" for t in turns)
             try:
                 async with asyncio.timeout(self._timeout_s):
                     objects = await self._extractor.extract(chunk)
@@ -92,7 +97,7 @@ class Consolidator:
                 log.error("memory.consolidate.error", kind=type(exc).__name__, error=str(exc))
                 return result
             last_id = await self._store_chunk(
-                store, user_id, conversation_id, objects, turns, result
+                store, user_id, conversation_id, objects, turns[-1], result
             )
             result.chunks += 1
             log.info(
@@ -106,95 +111,41 @@ class Consolidator:
                     store, user_id, conversation_id, objects, last_id, result
                 )
 
-    async def _pending(
-        self, store: MemoryStore, user_id: str, conversation_id: str
-    ) -> list[tuple[Any, ...]]:
-        async with store.connection(user_id) as conn:
-            cur = await conn.execute(
-                query("progress_get"), {"user_id": user_id, "conversation_id": conversation_id}
-            )
-            row = await cur.fetchone()
-            after_at, after_id = (row[1], row[2]) if row else _BEGINNING
-            cur = await conn.execute(
-                query("turns_after"),
-                {
-                    "user_id": user_id,
-                    "conversation_id": conversation_id,
-                    "after_at": after_at,
-                    "after_id": after_id,
-                    "limit": self.chunk_size,
-                },
-            )
-            return await cur.fetchall()
-
     async def _store_chunk(
         self,
         store: MemoryStore,
         user_id: str,
         conversation_id: str,
         objects: list[MemoryObject],
-        turns: list[tuple[Any, ...]],
+        last_turn: PendingTurn,
         result: ConsolidationResult,
     ) -> str | None:
         vectors = await store.embedder.embed_documents([o.embedding_text for o in objects])
-        last_turn = turns[-1]
-        last_memory: str | None = None
-        async with store.connection(user_id) as conn:
-            for obj, vector in zip(objects, vectors, strict=True):
-                turn = make_turn(
-                    user_id,
-                    obj.text,
-                    "",
-                    conversation_id=conversation_id,
-                    metadata=obj.metadata(),
-                    kind="summary",
-                    max_length=4000,
-                )
-                params = {
-                    "user_id": user_id,
-                    "conversation_id": conversation_id,
-                    "user_message": turn.user_message,
-                    "ai_response": "",
-                    "created_at": None,
-                    "metadata": Jsonb(turn.metadata),
-                    "content_hash": turn.content_hash,
-                    "embedding": vector,
-                    "embedding_model": store.embedder.name,
-                    "kind": "summary",
-                }
-                cur = await conn.execute(
-                    query("nearest_summary"), {"user_id": user_id, "query": vector}
-                )
-                near = await cur.fetchone()
-                if near is not None and float(near[1]) <= self._dedup_distance:
-                    try:
-                        async with conn.transaction():
-                            await conn.execute(
-                                query("update_summary_memory"), {**params, "id": near[0]}
-                            )
-                        result.updated += 1
-                        last_memory = str(near[0])
-                    except psycopg.errors.UniqueViolation:
-                        result.identical += 1  # the same text is stored as another memory
-                    continue
-                cur = await conn.execute(query("insert_memory"), params)
-                inserted = await cur.fetchone()
-                if inserted is None:
-                    result.identical += 1
-                else:
-                    result.created += 1
-                    last_memory = str(inserted[0])
-            await conn.execute(
-                query("progress_set"),
-                {
-                    "user_id": user_id,
-                    "conversation_id": conversation_id,
-                    "last_hash": last_turn[4],
-                    "last_created_at": last_turn[3],
-                    "last_memory_id": last_turn[0],
-                },
+        memories = [
+            make_turn(
+                user_id,
+                obj.text,
+                "",
+                conversation_id=conversation_id,
+                metadata=obj.metadata(),
+                kind="summary",
+                max_length=_MEMORY_LENGTH,
             )
-        return last_memory
+            for obj in objects
+        ]
+        dedup = self.dedup_threshold
+        stored = await store.store_chunk(
+            user_id,
+            conversation_id,
+            memories,
+            vectors,
+            through=last_turn,
+            dedup_threshold=store.settings.dedup_threshold if dedup is None else dedup,
+        )
+        result.created += stored.created
+        result.updated += stored.updated
+        result.identical += stored.identical
+        return stored.last_memory_id
 
     async def _update_summary(
         self,
@@ -206,29 +157,22 @@ class Consolidator:
         result: ConsolidationResult,
     ) -> None:
         assert self._summarizer is not None
-        key = {"user_id": user_id, "conversation_id": conversation_id}
         try:
             current = await self.summary(store, user_id, conversation_id)
             async with asyncio.timeout(self._timeout_s):
                 text = await self._summarizer.summarize(current or "", objects)
-            async with store.connection(user_id) as conn:
-                await conn.execute(
-                    query("chat_summary_set"),
-                    {**key, "summary": text[:8000], "last_memory_id": last_memory_id},
-                )
+            await store.set_chat_summary(
+                user_id, conversation_id, text[:_SUMMARY_LENGTH], last_memory_id=last_memory_id
+            )
             result.summary_updated = True
         except Exception as exc:  # the memories are stored; the summary catches up next time
             log.error("memory.summary.error", kind=type(exc).__name__, error=str(exc))
 
     @staticmethod
     async def summary(store: MemoryStore, user_id: str, conversation_id: str) -> str | None:
-        """The conversation's rolling summary, or None."""
-        async with store.connection(user_id) as conn:
-            cur = await conn.execute(
-                query("chat_summary_get"), {"user_id": user_id, "conversation_id": conversation_id}
-            )
-            row = await cur.fetchone()
-        return None if row is None else str(row[0])
+        """The conversation's rolling summary, or None (read from the primary, where the next
+        summary is written)."""
+        return await store.chat_summary(user_id, conversation_id, read=False)
 
 
 class ConsolidationScheduler:

@@ -8,16 +8,23 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from recall.db.sql import query
+from recall.db.rows import ImportedId
+from recall.db.sql import fetch_all, fetch_value, query, run
 from recall.embeddings import Vector
 from recall.memory import Turn
 
-__all__ = ["copy_turns"]
+__all__ = ["copy_turns", "import_clock"]
 
 _IMPORT_TYPES = [
     "int4", "text", "text", "text", "text", "timestamptz", "jsonb", "bytea", "vector", "text",
     "text",
 ]  # fmt: skip
+
+
+async def import_clock(conn: AsyncConnection[Any]) -> datetime | None:
+    """The server's time now: an import dates its undated turns from it, in the file's order."""
+    clock: datetime | None = await fetch_value(conn, "import_clock")
+    return clock
 
 
 async def copy_turns(
@@ -39,7 +46,7 @@ async def copy_turns(
         The id of each turn, in order (the existing id for a turn stored before).
     """
     async with conn.transaction():
-        await conn.execute(query("create_import_table"))
+        await run(conn, "create_import_table")
         async with conn.cursor().copy(query("copy_import")) as copy:
             copy.set_types(_IMPORT_TYPES)
             for ordinal, (turn, vector) in enumerate(zip(turns, vectors, strict=True)):
@@ -58,8 +65,7 @@ async def copy_turns(
                         turn.kind,
                     )
                 )
-        await conn.execute(query("merge_import"), {"clock": clock, "first": first})
-        cur = await conn.execute(query("import_ids"))
-        rows = await cur.fetchall()
-    by_ordinal = {ordinal: str(mid) for ordinal, mid in rows}
+        await run(conn, "merge_import", {"clock": clock, "first": first})
+        rows = await fetch_all(conn, "import_ids", None, ImportedId)
+    by_ordinal = {row.ord: str(row.id) for row in rows}
     return [by_ordinal[i] for i in range(len(turns))]

@@ -18,7 +18,8 @@ import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
-from recall.db.sql import query
+from recall.db.rows import EmbeddingSpace, VectorExtension
+from recall.db.sql import fetch_one, fetch_value, fetch_values, run
 from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError, StoreError
 
 __all__ = [
@@ -94,9 +95,8 @@ async def ensure_extension(conn: AsyncConnection[Any]) -> None:
         raise StoreError(
             f"recall needs PostgreSQL 15 or newer; this server is {conn.info.server_version}"
         )
-    cur = await conn.execute(query("vector_extension"))
-    row = await cur.fetchone()
-    installed, available = (row[0], row[1]) if row else (None, None)
+    extension = await fetch_one(conn, "vector_extension", None, VectorExtension)
+    installed, available = (extension.installed, extension.available) if extension else (None, None)
     if installed is None and available is None:
         raise ExtensionMissingError(
             "the PostgreSQL server has no 'vector' extension: install pgvector 0.7 or newer on it "
@@ -107,16 +107,15 @@ async def ensure_extension(conn: AsyncConnection[Any]) -> None:
         try:
             async with conn.transaction():
                 await lock_schema(conn)  # two processes creating it at once would collide
-                await conn.execute(query("create_vector_extension"))
+                await run(conn, "create_vector_extension")
         except psycopg.errors.InsufficientPrivilege as exc:
             raise ExtensionMissingError(
                 "pgvector is available on the server but not installed in this database, and this "
                 "role may not install it: ask a superuser to run CREATE EXTENSION vector; "
                 "in this database"
             ) from exc
-        cur = await conn.execute(query("vector_extension"))
-        row = await cur.fetchone()
-        installed = row[0] if row else None
+        extension = await fetch_one(conn, "vector_extension", None, VectorExtension)
+        installed = extension.installed if extension else None
     version = tuple(int(p) for p in re.findall(r"\d+", str(installed))[:2])
     if version < MIN_PGVECTOR:
         raise ExtensionMissingError(
@@ -127,7 +126,7 @@ async def ensure_extension(conn: AsyncConnection[Any]) -> None:
 
 async def lock_schema(conn: AsyncConnection[Any]) -> None:
     """Take the schema lock for the current transaction (migrations, model changes)."""
-    await conn.execute(query("lock_migrations"))
+    await run(conn, "lock_migrations")
 
 
 async def pending_migrations(
@@ -135,12 +134,9 @@ async def pending_migrations(
 ) -> list[Migration]:
     """Return the migrations not yet applied (all of them on a fresh database)."""
     todo = migrations if migrations is not None else load_migrations()
-    cur = await conn.execute(query("migrations_table_exists"))
-    row = await cur.fetchone()
-    if not row or not row[0]:
+    if not await fetch_value(conn, "migrations_table_exists"):
         return list(todo)
-    cur = await conn.execute(query("applied_migrations"))
-    done = {r[0] for r in await cur.fetchall()}
+    done = set(await fetch_values(conn, "applied_migrations"))
     return [m for m in todo if m.version not in done]
 
 
@@ -158,16 +154,15 @@ async def apply_migrations(
     todo = migrations if migrations is not None else load_migrations()
     async with conn.transaction():
         await lock_schema(conn)
-        await conn.execute(query("bootstrap_migrations"))
+        await run(conn, "bootstrap_migrations")
     await ensure_extension(conn)
     applied: list[int] = []
     for migration in todo:
         async with conn.transaction():
             await lock_schema(conn)
-            cur = await conn.execute(query("migration_checksum"), {"version": migration.version})
-            row = await cur.fetchone()
-            if row is not None:
-                if row[0] != migration.checksum:
+            checksum = await fetch_value(conn, "migration_checksum", {"version": migration.version})
+            if checksum is not None:
+                if checksum != migration.checksum:
                     raise MigrationError(
                         f"migration {migration.version:04d}_{migration.name}.sql changed after it "
                         "was applied; released migrations are append-only: add a new file instead"
@@ -179,8 +174,9 @@ async def apply_migrations(
                 raise MigrationError(
                     f"migration {migration.version:04d}_{migration.name}.sql failed: {exc}"
                 ) from exc
-            await conn.execute(
-                query("record_migration"),
+            await run(
+                conn,
+                "record_migration",
                 {
                     "version": migration.version,
                     "name": migration.name,
@@ -204,11 +200,10 @@ async def bind_embedding_space(
     """
     async with conn.transaction():
         await lock_schema(conn)
-        cur = await conn.execute(query("get_embedding_space"))
-        row = await cur.fetchone()
-        if row is None:
-            await conn.execute(
-                query("set_embedding_space"), {"model_name": model_name, "dimensions": dimensions}
+        space = await fetch_one(conn, "get_embedding_space", None, EmbeddingSpace)
+        if space is None:
+            await run(
+                conn, "set_embedding_space", {"model_name": model_name, "dimensions": dimensions}
             )
             await conn.execute(
                 sql.SQL(
@@ -219,7 +214,7 @@ async def bind_embedding_space(
             )
             log.info("db.embedding_space.bound", model=model_name, dimensions=dimensions)
             return
-    stored_model, stored_dims = row
+    stored_model, stored_dims = space.model_name, space.dimensions
     if (stored_model, stored_dims) != (model_name, dimensions):
         raise EmbeddingMismatchError(
             f"this database holds embeddings from {stored_model!r} ({stored_dims} dimensions) "

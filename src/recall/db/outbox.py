@@ -7,10 +7,11 @@ import asyncio
 import json
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Outbox"]
+__all__ = ["Outbox", "QueuedTurn"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending (
@@ -26,6 +27,21 @@ CREATE TABLE IF NOT EXISTS dead (
     error TEXT NOT NULL
 );
 """
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedTurn:
+    """A turn waiting in the outbox.
+
+    Attributes:
+        id: its queue id.
+        turn: the `MemoryStore.add_turn` arguments.
+        attempts: how many attempts to store it have failed so far.
+    """
+
+    id: int
+    turn: dict[str, Any]
+    attempts: int
 
 
 class Outbox:
@@ -70,14 +86,35 @@ class Outbox:
 
         return await asyncio.to_thread(go)
 
-    async def peek(self, limit: int = 100) -> list[tuple[int, dict[str, Any]]]:
+    async def peek(self, limit: int = 100) -> list[QueuedTurn]:
         """The oldest `limit` turns, without removing them."""
 
-        def go() -> list[tuple[int, dict[str, Any]]]:
+        def go() -> list[QueuedTurn]:
             rows = self._run(
-                "SELECT id, turn FROM pending ORDER BY id LIMIT ?", (limit,)
+                "SELECT id, turn, attempts FROM pending ORDER BY id LIMIT ?", (limit,)
             ).fetchall()
-            return [(int(r[0]), json.loads(r[1])) for r in rows]
+            return [
+                QueuedTurn(id=int(queue_id), turn=json.loads(turn), attempts=int(attempts))
+                for queue_id, turn, attempts in rows
+            ]
+
+        return await asyncio.to_thread(go)
+
+    async def attempt_failed(self, queue_id: int) -> int:
+        """Count one more failed attempt to store a turn; return its count (0: not queued)."""
+
+        def go() -> int:
+            with self._lock:  # read to the end: the statement's transaction ends with it
+                counts = (
+                    self._db()
+                    .execute(
+                        "UPDATE pending SET attempts = attempts + 1 WHERE id = ? "
+                        "RETURNING attempts",
+                        (queue_id,),
+                    )
+                    .fetchall()
+                )
+            return sum(int(attempts) for (attempts,) in counts)
 
         return await asyncio.to_thread(go)
 

@@ -17,7 +17,7 @@ from psycopg_pool import AsyncConnectionPool
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
 from recall.db.rls import use_app_role
-from recall.db.sql import query
+from recall.db.sql import run
 from recall.errors import ExtensionMissingError, StoreError
 
 __all__ = ["Database", "RecentUseCheck", "connect_once", "locate_database", "open_pool"]
@@ -68,7 +68,7 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
         ) from exc
     # the first full-text parse of a connection loads the dictionaries (~7 ms): here, not in
     # the first write or keyword search that the connection serves
-    await conn.execute(query("warm_text_search"))
+    await run(conn, "warm_text_search")
     if not await use_app_role(conn):
         log.warning(
             "db.rls.not_enforced",

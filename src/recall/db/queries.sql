@@ -178,6 +178,13 @@ SELECT pg_advisory_unlock(125779646298232);
 -- name: set_user_index
 UPDATE recall.users SET hnsw_index = %(index_name)s WHERE user_id = %(user_id)s;
 
+-- name: index_build_memory
+-- A per-user HNSW build gets more memory than the server's default, for this session only.
+SET maintenance_work_mem = '256MB';
+
+-- name: reset_index_build_memory
+RESET maintenance_work_mem;
+
 -- name: index_is_valid
 SELECT i.indisvalid
 FROM pg_index AS i

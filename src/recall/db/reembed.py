@@ -14,7 +14,8 @@ import structlog
 from psycopg import AsyncConnection, sql
 
 from recall.db.migrate import lock_schema
-from recall.db.sql import query
+from recall.db.rows import EmbeddingSpace, ReembedRow
+from recall.db.sql import fetch_all, fetch_one, query, run
 from recall.embeddings import Embedder
 from recall.memory import embedding_text
 
@@ -36,16 +37,18 @@ async def _fill(
 ) -> int:
     done = 0
     while True:
-        cur = await conn.execute(query(select), {"model_name": embedder.name, "batch": batch})
-        rows = await cur.fetchall()
+        params = {"model_name": embedder.name, "batch": batch}
+        rows = await fetch_all(conn, select, params, ReembedRow)
         if not rows:
             return done
-        vectors = await embedder.embed_documents([embedding_text(r[2], r[3]) for r in rows])
+        vectors = await embedder.embed_documents(
+            [embedding_text(r.user_message, r.ai_response) for r in rows]
+        )
         async with conn.transaction(), conn.cursor() as wcur:
             await wcur.executemany(
                 query(update),
                 [
-                    {"user_id": r[0], "id": r[1], "embedding": v, "model_name": embedder.name}
+                    {"user_id": r.user_id, "id": r.id, "embedding": v, "model_name": embedder.name}
                     for r, v in zip(rows, vectors, strict=True)
                 ],
             )
@@ -67,9 +70,8 @@ async def reembed(
     dimension change; call `MemoryStore.optimize()` afterwards to rebuild them.
     """
     dims = await embedder.dimensions()
-    cur = await conn.execute(query("get_embedding_space"))
-    row = await cur.fetchone()
-    if row is not None and row[1] == dims:
+    space = await fetch_one(conn, "get_embedding_space", None, EmbeddingSpace)
+    if space is not None and space.dimensions == dims:
         done = await _fill(
             conn,
             embedder,
@@ -80,8 +82,8 @@ async def reembed(
         )
         async with conn.transaction():
             await lock_schema(conn)
-            await conn.execute(
-                query("update_embedding_space"), {"model_name": embedder.name, "dimensions": dims}
+            await run(
+                conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims}
             )
         log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
         return done
@@ -101,7 +103,7 @@ async def reembed(
     )
     async with conn.transaction():
         await lock_schema(conn)
-        await conn.execute(query("reembed_lock_table"))
+        await run(conn, "reembed_lock_table")
         # turns written by the old model while we filled: embed them under the lock
         done += await _fill(
             conn,
@@ -111,9 +113,7 @@ async def reembed(
             batch=batch,
             on_progress=None,
         )
-        await conn.execute(query("reembed_swap"))
-        await conn.execute(
-            query("update_embedding_space"), {"model_name": embedder.name, "dimensions": dims}
-        )
+        await run(conn, "reembed_swap")
+        await run(conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims})
     log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
     return done

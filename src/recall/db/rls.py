@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from psycopg import AsyncConnection
 
-from recall.db.sql import query
+from recall.db.sql import fetch_value, run
 
 __all__ = ["as_owner", "scope", "use_app_role"]
 
@@ -24,11 +24,9 @@ async def use_app_role(conn: AsyncConnection[Any]) -> bool:
     Returns False, and the session keeps its own role, when the role does not exist or the
     session user is not a member of it (then only non-owner roles are restricted).
     """
-    cur = await conn.execute(query("can_use_app_role"))
-    row = await cur.fetchone()
-    if not row or not row[0]:
+    if not await fetch_value(conn, "can_use_app_role"):
         return False
-    await conn.execute(query("use_app_role"))
+    await run(conn, "use_app_role")
     return True
 
 
@@ -39,16 +37,16 @@ async def scope(
     """A transaction whose row-level security key is `user_id` (or every user)."""
     async with conn.transaction():
         if user_id is not None:
-            await conn.execute(query("set_user"), {"user_id": user_id})
+            await run(conn, "set_user", {"user_id": user_id})
         if all_users:
-            await conn.execute(query("set_all_users"))
+            await run(conn, "set_all_users")
         yield conn
 
 
 @asynccontextmanager
 async def as_owner(conn: AsyncConnection[Any]) -> AsyncIterator[AsyncConnection[Any]]:
     """The session's own role for schema work (index builds and drops), then back."""
-    await conn.execute(query("use_owner_role"))
+    await run(conn, "use_owner_role")
     try:
         yield conn
     finally:

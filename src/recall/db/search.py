@@ -7,13 +7,12 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from recall.db.sql import query
+from recall.db.sql import fetch_all
 from recall.embeddings import Vector
+from recall.memory import MemoryRow
 from recall.search.keywords import KeywordQuery
 
 __all__ = ["keyword_rows", "vector_rows"]
-
-Row = tuple[Any, ...]
 
 
 async def vector_rows(
@@ -25,7 +24,7 @@ async def vector_rows(
     max_distance: float,
     index: str | None,
     ef_search: int,
-) -> list[Row]:
+) -> list[MemoryRow]:
     """Nearest memories by cosine: the exact plan, or the user's own HNSW index."""
     params = {
         "user_id": user_id,
@@ -35,8 +34,8 @@ async def vector_rows(
         "candidates": max(limit, ef_search),
     }
     # both are one call that sets the row-level security key itself (migrations 0005, 0010)
-    cur = await conn.execute(query("search_exact" if index is None else "search_indexed"), params)
-    return await cur.fetchall()
+    name = "search_exact" if index is None else "search_indexed"
+    return await fetch_all(conn, name, params, MemoryRow)
 
 
 async def keyword_rows(
@@ -47,19 +46,16 @@ async def keyword_rows(
     vector: Vector | None,
     limit: int,
     conversation_id: str | None = None,
-) -> list[Row]:
+) -> list[MemoryRow]:
     """Best memories by BM25 over PostgreSQL full-text search (cosine too when `vector`)."""
     if keywords.empty:
         return []
-    cur = await conn.execute(
-        query("search_keyword"),
-        {
-            "user_id": user_id,
-            "tsquery": keywords.tsquery,
-            "words": keywords.words,
-            "query": vector,
-            "limit": limit,
-            "conversation_id": conversation_id,
-        },
-    )
-    return await cur.fetchall()
+    params = {
+        "user_id": user_id,
+        "tsquery": keywords.tsquery,
+        "words": keywords.words,
+        "query": vector,
+        "limit": limit,
+        "conversation_id": conversation_id,
+    }
+    return await fetch_all(conn, "search_keyword", params, MemoryRow)

@@ -1,14 +1,23 @@
-"""Named SQL blocks: `queries.sql` holds every statement, each after a `-- name: <name>` line."""
+"""Named SQL blocks: `queries.sql` holds every statement, each after a `-- name: <name>` line,
+and the few helpers that run one and return its rows as typed objects, never tuples."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
+from typing import Any, TypeVar
 
-__all__ = ["parse_blocks", "query"]
+from psycopg import AsyncConnection
+from psycopg.rows import class_row, scalar_row
+
+__all__ = ["fetch_all", "fetch_one", "fetch_value", "fetch_values", "parse_blocks", "query", "run"]
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z0-9_]+)\s*$", re.MULTILINE)
+
+T = TypeVar("T")
+Params = Mapping[str, Any] | None
 
 
 def parse_blocks(text: str) -> dict[str, bytes]:
@@ -42,3 +51,40 @@ def query(name: str) -> bytes:
         KeyError: no block has that name.
     """
     return _blocks()[name]
+
+
+async def run(conn: AsyncConnection[Any], name: str, params: Params = None) -> int:
+    """Run the block `name` for its effect; return the rows it affected (-1 if not known)."""
+    cur = await conn.execute(query(name), params)
+    return cur.rowcount
+
+
+async def fetch_all(conn: AsyncConnection[Any], name: str, params: Params, row: type[T]) -> list[T]:
+    """Run the block `name` and return its rows as `row` objects, built from the column names
+    (so a block's columns are named as `row`'s fields)."""
+    cur = conn.cursor(row_factory=class_row(row))
+    await cur.execute(query(name), params)
+    return await cur.fetchall()
+
+
+async def fetch_one(
+    conn: AsyncConnection[Any], name: str, params: Params, row: type[T]
+) -> T | None:
+    """Run the block `name` and return its first row as a `row` object, or None."""
+    cur = conn.cursor(row_factory=class_row(row))
+    await cur.execute(query(name), params)
+    return await cur.fetchone()
+
+
+async def fetch_value(conn: AsyncConnection[Any], name: str, params: Params = None) -> Any:
+    """Run the block `name` (one column) and return its first row's value, or None."""
+    cur = conn.cursor(row_factory=scalar_row)
+    await cur.execute(query(name), params)
+    return await cur.fetchone()
+
+
+async def fetch_values(conn: AsyncConnection[Any], name: str, params: Params = None) -> list[Any]:
+    """Run the block `name` (one column) and return the value of every row."""
+    cur = conn.cursor(row_factory=scalar_row)
+    await cur.execute(query(name), params)
+    return await cur.fetchall()

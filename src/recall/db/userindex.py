@@ -16,9 +16,9 @@ import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
-from recall.db.sql import query
+from recall.db.sql import fetch_value, fetch_values, run
 
-__all__ = ["build_user_index", "drop_user_index", "index_name"]
+__all__ = ["build_user_index", "drop_user_index", "index_name", "users_over_threshold"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -28,16 +28,19 @@ def index_name(user_id: str) -> str:
     return "memories_hnsw_u_" + hashlib.sha256(user_id.encode("utf-8")).hexdigest()[:24]
 
 
+async def users_over_threshold(conn: AsyncConnection[Any], threshold: int) -> list[str]:
+    """Users with at least `threshold` memories and no index of their own, largest first."""
+    users: list[str] = await fetch_values(conn, "users_over_threshold", {"threshold": threshold})
+    return users
+
+
 async def _is_valid(conn: AsyncConnection[Any], name: str) -> bool | None:
-    cur = await conn.execute(query("index_is_valid"), {"index_name": name})
-    row = await cur.fetchone()
-    return None if row is None else bool(row[0])
+    valid = await fetch_value(conn, "index_is_valid", {"index_name": name})
+    return None if valid is None else bool(valid)
 
 
 async def _try_lock(conn: AsyncConnection[Any]) -> bool:
-    cur = await conn.execute(query("try_lock_index_builds"))
-    row = await cur.fetchone()
-    return bool(row and row[0])
+    return bool(await fetch_value(conn, "try_lock_index_builds"))
 
 
 async def _lock_builds(conn: AsyncConnection[Any]) -> None:
@@ -59,7 +62,7 @@ async def drop_user_index(conn: AsyncConnection[Any], name: str) -> None:
     try:
         await _drop(conn, name)
     finally:
-        await conn.execute(query("unlock_index_builds"))
+        await run(conn, "unlock_index_builds")
 
 
 async def build_user_index(
@@ -84,7 +87,7 @@ async def build_user_index(
         if await _is_valid(conn, name) is False:  # a build that died half-way leaves an invalid one
             await _drop(conn, name)
         if await _is_valid(conn, name) is None:
-            await conn.execute("SET maintenance_work_mem = '256MB'")
+            await run(conn, "index_build_memory")
             await conn.execute(
                 sql.SQL(
                     "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON recall.memories "
@@ -97,12 +100,12 @@ async def build_user_index(
                     sql.Literal(user_id),
                 )
             )
-            await conn.execute("RESET maintenance_work_mem")
-        await conn.execute(query("set_user_index"), {"user_id": user_id, "index_name": name})
+            await run(conn, "reset_index_build_memory")
+        await run(conn, "set_user_index", {"user_id": user_id, "index_name": name})
         log.info("db.user_index.built", index=name)
         return name
     except psycopg.Error:
         log.exception("db.user_index.failed", index=name)
         raise
     finally:
-        await conn.execute(query("unlock_index_builds"))
+        await run(conn, "unlock_index_builds")

@@ -9,10 +9,8 @@ import structlog
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from recall.db.sql import query
 from recall.messages import message_text, thread_id, user_id_from_config
 from recall.nodes.text import memory_text
-from recall.search.ranking import row_memory
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
@@ -56,20 +54,9 @@ def create_recent_memories_node(
             return {output_key: _stateless(state, n)}
         try:
             memory_store = await provider()
-            async with memory_store.connection(user_id, read=True) as conn:
-                for kind in ("summary", "turn"):
-                    cur = await conn.execute(
-                        query("conversation_recent"),
-                        {
-                            "user_id": user_id,
-                            "conversation_id": conversation,
-                            "kind": kind,
-                            "limit": n,
-                        },
-                    )
-                    rows = await cur.fetchall()
-                    if rows:
-                        return {output_key: [memory_text(row_memory(r)) for r in rows]}
+            memories = await memory_store.conversation_recent(user_id, conversation, n)
+            if memories:
+                return {output_key: [memory_text(m) for m in memories]}
         except Exception as exc:
             log.error("memory.recent.error", kind=type(exc).__name__, error=str(exc))
         return {output_key: _stateless(state, n)}
@@ -91,15 +78,10 @@ def create_chat_summary_node(
             return {output_key: ""}
         try:
             memory_store = await provider()
-            async with memory_store.connection(user_id, read=True) as conn:
-                cur = await conn.execute(
-                    query("chat_summary_get"),
-                    {"user_id": user_id, "conversation_id": conversation},
-                )
-                row = await cur.fetchone()
+            summary = await memory_store.chat_summary(user_id, conversation)
         except Exception as exc:
             log.error("memory.summary.error", kind=type(exc).__name__, error=str(exc))
             return {output_key: ""}
-        return {output_key: "" if row is None else str(row[0])}
+        return {output_key: summary or ""}
 
     return chat_summary

@@ -3,7 +3,8 @@
 Each turn goes to the durable `Outbox` first, then to PostgreSQL. The caller waits at most
 `wait_s`; after that (or on a database error) the turn stays queued and a background drainer
 writes it when the database is back. Storing is idempotent (content hash), so a retry that
-races a slow first attempt stores the turn once.
+races a slow first attempt stores the turn once. Each failed attempt is counted with the queued
+turn (`QueuedTurn.attempts`) and logged with its count.
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ class TurnWriter:
             log.error("memory.write.error", kind="invalid", error=str(exc))
             return False
         except Exception as exc:  # the turn stays queued; the drainer retries it
-            log.warning("memory.write.error", kind=type(exc).__name__, error=str(exc))
+            attempts = await self.outbox.attempt_failed(queue_id)
+            log.warning(
+                "memory.write.error", kind=type(exc).__name__, error=str(exc), attempts=attempts
+            )
             return False
         await self.outbox.remove(queue_id)
         return True
@@ -132,14 +136,14 @@ class TurnWriter:
         stored = 0
         pause = self._retry_initial_s
         while True:
-            batch = [e for e in await self.outbox.peek(100) if e[0] not in self._inflight]
+            batch = [q for q in await self.outbox.peek(100) if q.id not in self._inflight]
             if not batch:
                 if stored:
                     log.info("memory.write.drained", count=stored)
                 return stored
             failed = False
-            for queue_id, turn in batch:
-                if await self._write(queue_id, turn):
+            for queued in batch:
+                if await self._write(queued.id, queued.turn):
                     stored += 1
                 else:
                     failed = True

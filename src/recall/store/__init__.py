@@ -1,11 +1,14 @@
 """`MemoryStore`: the facade an application talks to.
 
 Owns input checks, embedding, the choice of search plan per user, fusion of the candidate
-lists, erasure across tables and queues, and the process-wide store the default nodes share
-(`shared`). It runs SQL only through `recall.db`. May import the floors below it (`recall.db`,
-`recall.embeddings`, `recall.search` and the bottom floor).
+lists, erasure across tables and queues, memory creation's per-conversation state, and the
+process-wide store the default nodes share (`shared`). It runs SQL only through `recall.db`.
+May import the floors below it (`recall.db`, `recall.embeddings`, `recall.search` and the
+bottom floor).
 """
 
-from recall.store.memory_store import MAX_LIMIT, MemoryStore, StoreConnector
+from recall.store.checks import MAX_LIMIT
+from recall.store.connect import StoreConnector
+from recall.store.memory_store import MemoryStore
 
 __all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]

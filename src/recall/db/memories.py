@@ -1,0 +1,88 @@
+"""One user's memories: add one, read the newest, get, delete, the search plan's numbers, and
+erasure of everything a user has. Every function takes a connection scoped by the caller
+(`recall.db.rls.scope`) unless its block scopes itself."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+
+from recall.db.rows import AddedMemory, ForgottenUser, UserPlan
+from recall.db.sql import fetch_all, fetch_one, fetch_value, run
+from recall.embeddings import Vector
+from recall.memory import MemoryRow, Turn
+
+__all__ = [
+    "add_memory",
+    "conversation_recent",
+    "delete_memory",
+    "forget_user_rows",
+    "get_memory",
+    "recent_memories",
+    "user_plan",
+]
+
+
+async def add_memory(
+    conn: AsyncConnection[Any], turn: Turn, vector: Vector, model_name: str
+) -> AddedMemory | None:
+    """Store one turn unless the user has its content hash already; either way return it.
+
+    `recall.add_memory` (migration 0009) sets the row-level security key itself: one round
+    trip, one transaction, no scope needed. None: the row was deleted between its statements.
+    """
+    params = {
+        "user_id": turn.user_id,
+        "conversation_id": turn.conversation_id,
+        "user_message": turn.user_message,
+        "ai_response": turn.ai_response,
+        "created_at": turn.created_at,
+        "metadata": Jsonb(turn.metadata),
+        "content_hash": turn.content_hash,
+        "embedding": vector,
+        "embedding_model": model_name,
+        "kind": turn.kind,
+    }
+    return await fetch_one(conn, "add_memory", params, AddedMemory)
+
+
+async def recent_memories(conn: AsyncConnection[Any], user_id: str, limit: int) -> list[MemoryRow]:
+    """The user's `limit` newest memories, newest first."""
+    return await fetch_all(conn, "recent", {"user_id": user_id, "limit": limit}, MemoryRow)
+
+
+async def conversation_recent(
+    conn: AsyncConnection[Any], user_id: str, conversation_id: str, kind: str, limit: int
+) -> list[MemoryRow]:
+    """The conversation's `limit` newest memories of one kind, newest first."""
+    params = {"user_id": user_id, "conversation_id": conversation_id, "kind": kind, "limit": limit}
+    return await fetch_all(conn, "conversation_recent", params, MemoryRow)
+
+
+async def get_memory(conn: AsyncConnection[Any], user_id: str, memory_id: UUID) -> MemoryRow | None:
+    """One of the user's memories by id, or None."""
+    return await fetch_one(conn, "get_memory", {"user_id": user_id, "id": memory_id}, MemoryRow)
+
+
+async def delete_memory(conn: AsyncConnection[Any], user_id: str, memory_id: UUID) -> bool:
+    """Delete one of the user's memories; return whether it existed."""
+    return await run(conn, "delete_memory", {"user_id": user_id, "id": memory_id}) > 0
+
+
+async def user_plan(conn: AsyncConnection[Any], user_id: str) -> UserPlan | None:
+    """The user's memory count and own HNSW index, or None for a user with no row yet."""
+    return await fetch_one(conn, "user_plan", {"user_id": user_id}, UserPlan)
+
+
+async def forget_user_rows(conn: AsyncConnection[Any], user_id: str) -> ForgottenUser:
+    """Delete the user's memories, trackers, rolling summaries and bookkeeping row (call it in
+    one transaction); the index the row named is left for the caller to drop."""
+    key = {"user_id": user_id}
+    count = await run(conn, "forget_memories", key)
+    await run(conn, "forget_progress", key)
+    await run(conn, "forget_summaries", key)
+    index: str | None = await fetch_value(conn, "forget_user_row", key)
+    return ForgottenUser(memories=count, hnsw_index=index)

@@ -1,0 +1,163 @@
+"""What every part of `MemoryStore` stands on: its pools, embedder and settings, the
+connection scoping (row-level security, errors wrapped as `StoreError`), the per-user plan
+cache that writes keep current, and closing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, NamedTuple, Self
+
+import psycopg
+from cachetools import TTLCache
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from recall.config import Settings
+from recall.db.pool import Database
+from recall.db.rls import as_owner, scope
+from recall.embeddings import Embedder
+from recall.errors import InvalidInputError, StoreError
+from recall.memory import Turn, make_turn
+from recall.search.fusion import DEFAULT_FUSION, FusionModel
+
+__all__ = ["Plan", "StoreBase"]
+
+
+class Plan(NamedTuple):
+    """What the search plan of a user depends on, cached per user."""
+
+    memories: int  # how many memories the user has
+    hnsw_index: str | None  # the name of their own HNSW index, if built
+
+
+class StoreBase:
+    """The state and plumbing the store's parts share (see `MemoryStore`).
+
+    Args:
+        pool: an autocommit pool whose connections have pgvector registered.
+        embedder: embeds turns and queries.
+        settings: limits, search and index settings.
+        database: where the pool connects (kept for the embedded server's lifetime).
+        fusion: the hybrid mode's calibrated fusion model.
+        read_pool: a replica's pool for searches and reads; None uses `pool`.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        database: Database | None = None,
+        fusion: FusionModel = DEFAULT_FUSION,
+        read_pool: AsyncConnectionPool | None = None,
+    ) -> None:
+        self.pool = pool
+        self.read_pool = read_pool or pool
+        self.fusion = fusion
+        self.embedder = embedder
+        self.settings = settings
+        self.database = database
+        # (memory count, own HNSW index) per user. A stale entry costs speed, never results:
+        # the exact plan is exact for any user, and the indexed path re-reads the plan. Writes
+        # and erasure in this process drop the user's entry.
+        self._plans: TTLCache[str, Plan] = TTLCache(maxsize=10000, ttl=300)
+        self._index_tasks: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
+
+    @asynccontextmanager
+    async def connection(
+        self, user_id: str | None = None, *, all_users: bool = False, read: bool = False
+    ) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection in a transaction scoped, for row-level security, to one user
+        (or with `all_users`, to everyone: for ingestion, statistics and maintenance).
+
+        An escape hatch for applications and scripts; the store's own methods do not use it.
+
+        Raises:
+            StoreError: the database failed.
+        """
+        if user_id is None and not all_users:
+            raise InvalidInputError("connection() needs a user_id or all_users=True")
+        async with self._conn("connection", user=user_id, all_users=all_users, read=read) as conn:
+            yield conn
+
+    async def warm_up(self) -> None:
+        """Load the embedding model now, so the first user does not wait for it."""
+        await self.embedder.embed_documents(["warm-up"])
+        await self.embedder.embed_query("warm-up")
+
+    async def close(self) -> None:
+        """Finish background index builds and close the pool (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks = list(self._index_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.pool.close()
+        if self.read_pool is not self.pool:
+            await self.read_pool.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @asynccontextmanager
+    async def _conn(
+        self,
+        op: str,
+        *,
+        read: bool = False,
+        user: str | None = None,
+        all_users: bool = False,
+        owner: bool = False,
+    ) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection for operation `op`: from the read pool when `read`; in a transaction
+        scoped to `user` (or `all_users`), or as the owner role (`owner`), or as it comes."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        pool = self.read_pool if read else self.pool
+        try:
+            async with pool.connection() as conn:
+                if owner:
+                    async with as_owner(conn):
+                        yield conn
+                elif user is not None or all_users:
+                    async with scope(conn, user_id=user, all_users=all_users):
+                        yield conn
+                else:
+                    yield conn
+        except PoolTimeout as exc:
+            raise StoreError(f"{op}: no database connection available: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"{op} failed: {exc}") from exc
+
+    def _turn(self, user_id: object, user_message: object, ai_response: object, **kw: Any) -> Turn:
+        """A checked turn, with this store's length and metadata limits."""
+        return make_turn(
+            user_id,
+            user_message,
+            ai_response,
+            max_length=self.settings.max_message_length,
+            max_metadata_bytes=self.settings.max_metadata_bytes,
+            **kw,
+        )
+
+    def _note_added(self, user_id: str, count: int) -> None:
+        """Keep a user's cached plan after a write (so the next search of a chat that just
+        stored its turn still takes the one-call path), unless the write may take the user
+        over the index threshold: then the next search re-reads it and schedules the build."""
+        plan = self._plans.get(user_id)
+        if plan is None:
+            return
+        total = plan.memories + count
+        if plan.hnsw_index is None and total >= self.settings.user_index_threshold:
+            self._plans.pop(user_id, None)
+        else:
+            self._plans[user_id] = Plan(total, plan.hnsw_index)

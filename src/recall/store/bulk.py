@@ -1,0 +1,164 @@
+"""Bulk import: turns checked and embedded batch by batch, each batch written with one COPY in
+its own transaction, several batches in flight at once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import Any
+
+from recall.db.bulk import copy_turns, import_clock
+from recall.embeddings import Vector
+from recall.errors import InvalidInputError, StoreError
+from recall.memory import Turn
+from recall.store.base import StoreBase
+
+__all__ = ["Bulk"]
+
+# a batch this large is checked in a worker thread (see Bulk._prepare_batch)
+_THREAD_BATCH = 256
+
+
+def _chunks(items: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
+    """`items` in lists of `size` (the last may be shorter), consumed lazily."""
+    chunk: list[Mapping[str, Any]] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class Bulk(StoreBase):
+    """`MemoryStore.add_turns`."""
+
+    async def add_turns(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 1000,
+        on_batch: Callable[[int], Awaitable[None] | None] | None = None,
+        writers: int = 2,
+    ) -> list[str]:
+        """Bulk-store turns (dicts with `add_turn`'s argument names); return their ids in order.
+
+        Each batch is embedded in model batches and written with one binary COPY in one
+        transaction, so a batch is stored whole or not at all, and re-running an import stores
+        nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats).
+        The next batch is checked (and embedded) while the server writes the ones before it,
+        and up to `writers` batches are written at once, each on its own connection: the
+        server's work per batch (indexes, full-text parse) then runs on several cores. Turns
+        without a date are dated in the file's order whatever order the batches commit in,
+        and `on_batch` reports batches in the file's order.
+
+        Args:
+            turns: the turns; consumed lazily, batch by batch.
+            batch_size: turns per transaction.
+            on_batch: called with the number of turns stored (counted in the file's order)
+                after each batch.
+            writers: batches written at once (1 writes one after the other).
+
+        Raises:
+            InvalidInputError: a turn is unusable (or `batch_size`/`writers` < 1); the message
+                gives its position. Batches before it are stored, nothing of its batch is.
+            EmbeddingError, StoreError: as in `add_turn`, for the failing batch. Batches before
+                it are stored; with `writers` > 1, the one being written beside it may be too
+                (it is waited for, so it is stored whole or not at all). Re-running the import
+                stores the rest and nothing twice.
+        """
+        if batch_size < 1 or writers < 1:
+            raise InvalidInputError(
+                f"batch_size and writers must be >= 1, not {batch_size} and {writers}"
+            )
+        writers = min(writers, self.pool.max_size)  # more would only queue for a connection
+        ids: list[str] = []
+        in_flight: deque[asyncio.Task[list[str]]] = deque()
+
+        async def settle(keep: int) -> None:  # report the oldest batches until `keep` remain
+            try:
+                while len(in_flight) > keep:
+                    ids.extend(await in_flight[0])
+                    in_flight.popleft()
+                    if on_batch is not None and (res := on_batch(len(ids))) is not None:
+                        await res
+            except BaseException:
+                # the others are left to commit or roll back whole, then the first error goes up
+                await asyncio.gather(*in_flight, return_exceptions=True)
+                in_flight.clear()
+                raise
+
+        clock = None
+        seen = 0
+        for chunk in _chunks(turns, batch_size):
+            try:
+                prepared = await self._prepare_batch(chunk, offset=seen)
+                if clock is None:
+                    clock = await self._import_clock()
+            except BaseException:
+                await settle(0)  # the batches before this one still land (or report an error)
+                raise
+            await settle(writers - 1)
+            in_flight.append(asyncio.create_task(self._write_batch(*prepared, clock, seen)))
+            seen += len(chunk)
+        await settle(0)
+        return ids
+
+    async def _import_clock(self) -> datetime:
+        async with self._conn("add_turns") as conn:
+            clock = await import_clock(conn)
+        if clock is None:
+            raise StoreError("add_turns: the server returned no time")
+        return clock
+
+    async def _prepare_batch(
+        self, items: list[Mapping[str, Any]], *, offset: int
+    ) -> tuple[list[Turn], list[Vector]]:
+        """Check a batch's turns and vectors, and embed the turns that came without one."""
+        if len(items) >= _THREAD_BATCH:  # CPU work off the event loop, so a write can go on
+            turns, vectors = await asyncio.to_thread(self._check_batch, items, offset)
+        else:
+            turns, vectors = self._check_batch(items, offset)
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        if missing:
+            computed = await self.embedder.embed_documents([turns[i].text for i in missing])
+            for i, vec in zip(missing, computed, strict=True):
+                vectors[i] = vec
+        return turns, [v for v in vectors if v is not None]
+
+    def _check_batch(
+        self, items: list[Mapping[str, Any]], offset: int
+    ) -> tuple[list[Turn], list[Vector | None]]:
+        known = {"user_id", "user_message", "ai_response", "conversation_id", "created_at"}
+        turns: list[Turn] = []
+        vectors: list[Vector | None] = []
+        for pos, item in enumerate(items, start=offset):
+            if not isinstance(item, Mapping):
+                raise InvalidInputError(f"turn #{pos} must be a mapping, not {type(item).__name__}")
+            try:
+                turns.append(
+                    self._turn(
+                        **{k: item.get(k) for k in known},
+                        metadata=item.get("metadata"),
+                        kind=item.get("kind") or "turn",
+                    )
+                )
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"turn #{pos}: {exc}") from exc
+            given = item.get("embedding")
+            vectors.append(None if given is None else self.embedder.check_vector(given))
+        return turns, vectors
+
+    async def _write_batch(
+        self, turns: list[Turn], vectors: list[Vector], clock: datetime, first: int
+    ) -> list[str]:
+        async with self._conn("add_turns", all_users=True) as conn:
+            ids = await copy_turns(
+                conn, turns, vectors, self.embedder.name, clock=clock, first=first
+            )
+        for user_id, count in Counter(t.user_id for t in turns).items():
+            self._note_added(user_id, count)
+        return ids

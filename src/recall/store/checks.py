@@ -1,0 +1,51 @@
+"""The store's own argument checks (`recall.memory` checks the turns themselves)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from recall.errors import InvalidInputError
+
+__all__ = ["MAX_LIMIT", "check_limit", "check_threshold", "memory_uuid"]
+
+MAX_LIMIT = 1000
+
+
+def check_limit(limit: object, name: str = "limit") -> int:
+    """`limit` if it is an integer from 1 to `MAX_LIMIT`.
+
+    Raises:
+        InvalidInputError: it is not.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(f"{name} must be an integer between 1 and {MAX_LIMIT}")
+    return limit
+
+
+def check_threshold(threshold: object) -> float:
+    """`threshold` as a float if it is a number from 0 to 1.
+
+    Raises:
+        InvalidInputError: it is not.
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise InvalidInputError("similarity_threshold must be a number between 0 and 1")
+    if not 0.0 <= float(threshold) <= 1.0:
+        raise InvalidInputError("similarity_threshold must be between 0 and 1")
+    return float(threshold)
+
+
+def memory_uuid(value: object) -> UUID | None:
+    """A memory id as a UUID; None for a string that is no UUID (no memory has that id).
+
+    Raises:
+        InvalidInputError: `value` is not a string (or a UUID).
+    """
+    if isinstance(value, UUID):
+        return value
+    if not isinstance(value, str):
+        raise InvalidInputError(f"memory_id must be a string, not {type(value).__name__}")
+    try:
+        return UUID(value)
+    except ValueError:
+        return None  # not an id we could have issued: nothing to find

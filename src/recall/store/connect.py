@@ -1,0 +1,101 @@
+"""Opening a store: the database located (or the embedded server started), migrated, the
+embedding model checked against the stored vectors, and the pools opened."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+import structlog
+from langchain_core.embeddings import Embeddings
+
+from recall.config import Settings
+from recall.db.migrate import apply_migrations, bind_embedding_space, pending_migrations
+from recall.db.pool import connect_once, locate_database, open_pool
+from recall.embeddings import Embedder, configured_embeddings
+from recall.errors import MigrationError, StoreError
+
+if TYPE_CHECKING:
+    from recall.store.memory_store import MemoryStore
+
+__all__ = ["StoreConnector"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+class StoreConnector:
+    """What `MemoryStore.connect()` returns: use with `async with`, or `await` it."""
+
+    def __init__(
+        self,
+        cls: type[MemoryStore],
+        settings: Settings | None,
+        embeddings: Embeddings | None,
+        name: str | None,
+    ) -> None:
+        self._cls = cls
+        self._settings = settings
+        self._embeddings = embeddings
+        self._name = name
+        self._store: MemoryStore | None = None
+
+    async def open(self) -> MemoryStore:
+        """Start or reach the database, migrate it, check the model, open the pool.
+
+        Raises:
+            ConfigError, StoreError, MigrationError, EmbeddingMismatchError: set-up failed.
+        """
+        settings = self._settings or Settings.from_env()
+        embeddings = self._embeddings or configured_embeddings(settings)
+        embedder = Embedder(
+            embeddings,
+            name=self._name,
+            max_query_length=settings.max_query_length,
+            cache_ttl=settings.embedding_cache_ttl,
+            cache_size=settings.embedding_cache_size,
+            batch_size=settings.embedding_batch_size,
+        )
+        database = await locate_database(settings)
+        conn = await connect_once(database.url)
+        try:
+            if settings.auto_migrate:
+                await apply_migrations(conn)
+            elif pending := await pending_migrations(conn):
+                names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
+                raise MigrationError(
+                    f"the database needs migrations ({names}): run `recall migrate`"
+                )
+            await bind_embedding_space(conn, embedder.name, await embedder.dimensions())
+        except psycopg.Error as exc:
+            raise StoreError(f"database set-up failed: {exc}") from exc
+        finally:
+            await conn.close()
+        pool = await open_pool(database.url, max_size=settings.connection_pool_size)
+        read_pool = None
+        if settings.read_database_url:  # a replica: searches go there, writes stay here
+            try:
+                read_pool = await open_pool(
+                    settings.read_database_url, max_size=settings.connection_pool_size
+                )
+            except BaseException:
+                await pool.close()
+                raise
+        log.info(
+            "store.opened",
+            embedded=database.embedded is not None,
+            model=embedder.name,
+            read_replica=read_pool is not None,
+        )
+        return self._cls(pool, embedder, settings, database=database, read_pool=read_pool)
+
+    def __await__(self) -> Generator[Any, None, MemoryStore]:
+        return self.open().__await__()
+
+    async def __aenter__(self) -> MemoryStore:
+        self._store = await self.open()
+        return self._store
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._store is not None:
+            await self._store.close()

@@ -1,0 +1,95 @@
+"""Maintenance: per-user HNSW index builds (in the background when a search meets a large
+user, or all at once with `optimize`) and the operators' counts."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+
+import structlog
+
+from recall.db.stats import store_stats
+from recall.db.stats import user_buckets as bucket_rows
+from recall.db.userindex import build_user_index, users_over_threshold
+from recall.errors import RecallError
+from recall.store.base import StoreBase
+
+__all__ = ["Maintenance"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+class Maintenance(StoreBase):
+    """`MemoryStore.optimize`, `wait_for_index_builds`, `stats` and `user_buckets`."""
+
+    def _schedule_index(self, user_id: str) -> None:
+        """Build the user's own index in the background (once at a time per user)."""
+        if self._closed or user_id in self._index_tasks:
+            return
+        task = asyncio.get_running_loop().create_task(self._build_index(user_id))
+        self._index_tasks[user_id] = task
+        task.add_done_callback(lambda _t: self._index_tasks.pop(user_id, None))
+
+    async def _build_index(self, user_id: str) -> None:
+        try:
+            async with self._conn("build_user_index", owner=True) as conn:
+                await build_user_index(
+                    conn,
+                    user_id,
+                    m=self.settings.hnsw_m,
+                    ef_construction=self.settings.hnsw_ef_construction,
+                    wait=False,
+                )
+            self._plans.pop(user_id, None)
+        except RecallError:
+            log.exception("db.user_index.failed")
+
+    async def wait_for_index_builds(self) -> None:
+        """Wait until the index builds scheduled in the background have finished."""
+        while self._index_tasks:
+            await asyncio.gather(*self._index_tasks.values(), return_exceptions=True)
+
+    async def optimize(self) -> list[str]:
+        """Build the HNSW index of every user at or over `user_index_threshold` memories.
+
+        Runs after bulk imports (`recall import` calls it); search schedules the same build in
+        the background when it meets such a user. Returns the user ids indexed by this call.
+
+        Raises:
+            StoreError.
+        """
+        async with self._conn("optimize", owner=True) as conn:
+            users = await users_over_threshold(conn, self.settings.user_index_threshold)
+            built = []
+            for user_id in users:
+                name = await build_user_index(
+                    conn,
+                    user_id,
+                    m=self.settings.hnsw_m,
+                    ef_construction=self.settings.hnsw_ef_construction,
+                    wait=True,
+                )
+                if name is not None:
+                    built.append(user_id)
+                    self._plans.pop(user_id, None)
+        return built
+
+    async def stats(self) -> dict[str, int]:
+        """Counts for operators: memories, users, indexed users, largest user, bytes on disk.
+
+        Raises:
+            StoreError.
+        """
+        async with self._conn("stats", all_users=True) as conn:
+            row = await store_stats(conn)
+        return {key: int(value) for key, value in asdict(row).items()}
+
+    async def user_buckets(self) -> list[tuple[str, int, int]]:
+        """(bucket, users, memories) per user size bucket: 1-10, 11-100, ... over 10,000.
+
+        Raises:
+            StoreError.
+        """
+        async with self._conn("user_buckets", all_users=True) as conn:
+            rows = await bucket_rows(conn)
+        return [(row.bucket, int(row.users), int(row.memories)) for row in rows]

@@ -1,0 +1,68 @@
+"""Storing one turn: checked, embedded, written in one call that is idempotent per content."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from recall.db.memories import add_memory
+from recall.errors import StoreError
+from recall.memory import Memory
+from recall.store.base import StoreBase
+
+__all__ = ["Writes"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+class Writes(StoreBase):
+    """`MemoryStore.add_turn`."""
+
+    async def add_turn(
+        self,
+        user_id: str,
+        user_message: str,
+        ai_response: str,
+        *,
+        conversation_id: str | None = None,
+        created_at: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Store one user/AI turn pair and return it; the same turn twice is stored once.
+
+        Texts are cleaned as `recall.memory.clean_text` documents (NUL removed, lone surrogates
+        replaced, cut to `max_message_length`).
+
+        Raises:
+            InvalidInputError: a field is unusable; nothing is stored.
+            EmbeddingError: the model failed; nothing is stored.
+            StoreError: the database failed; nothing is stored.
+        """
+        turn = self._turn(
+            user_id,
+            user_message,
+            ai_response,
+            conversation_id=conversation_id,
+            created_at=created_at,
+            metadata=metadata,
+        )
+        [vector] = await self.embedder.embed_documents([turn.text])
+        # recall.add_memory sets the row-level security key itself (migration 0009): one
+        # round trip, one transaction
+        async with self._conn("add_turn") as conn:
+            row = await add_memory(conn, turn, vector, self.embedder.name)
+        if row is None:  # deleted between its two statements: store it again next time
+            raise StoreError("add_turn: the turn was deleted while it was being stored")
+        self._note_added(turn.user_id, int(row.inserted))
+        log.debug("memory.add.done", inserted=row.inserted)
+        return Memory(
+            id=str(row.memory_id),
+            user_message=turn.user_message,
+            ai_response=turn.ai_response,
+            similarity=None,
+            conversation_id=turn.conversation_id,
+            created_at=row.memory_created_at,
+            metadata=turn.metadata,
+        )

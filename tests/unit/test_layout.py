@@ -1,0 +1,140 @@
+"""The package's shape, checked: imports go only down the floors, nothing imports the CLI or
+the server, only `recall.config` reads the environment, only `recall.db` runs SQL, and no
+module grows past 500 lines (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "recall"
+
+# The floors, lowest first. A module may import from lower floors and from its own package.
+FLOORS: dict[str, int] = {
+    "config": 0,
+    "errors": 0,
+    "memory": 0,
+    "messages": 0,
+    "metrics": 0,
+    "logs": 0,
+    "testing": 0,
+    "embeddings": 1,
+    "search": 1,
+    "db": 2,
+    "store": 3,
+    "creation": 4,
+    "nodes": 5,
+    "example": 6,
+    "server": 7,
+    "cli": 7,
+}
+TOP = {"__init__", "__main__"}  # the package's face: may import anything
+SQL_CALLS = {"execute", "executemany", "executescript", "copy", "fetchone", "fetchall", "fetchmany"}
+MAX_LINES = 500
+
+
+def _modules() -> Iterator[tuple[Path, str, ast.Module]]:
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        unit = rel.parts[0].removesuffix(".py")
+        yield path, unit, ast.parse(path.read_text("utf-8"), str(path))
+
+
+def _runtime_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, module) of every `recall.*` import outside `if TYPE_CHECKING:` blocks."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "recall":
+                for alias in node.names:
+                    yield node.lineno, f"recall.{alias.name}"
+            elif node.module.startswith("recall."):
+                yield node.lineno, node.module
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("recall."):
+                    yield node.lineno, alias.name
+
+
+def test_every_unit_has_a_floor() -> None:
+    units = {unit for _path, unit, _tree in _modules()} - TOP
+    assert units <= set(FLOORS), f"give these a floor: {sorted(units - set(FLOORS))}"
+
+
+def test_imports_only_go_down() -> None:
+    wrong = []
+    for path, unit, tree in _modules():
+        if unit in TOP:
+            continue
+        for line, module in _runtime_imports(tree):
+            target = module.split(".")[1]
+            if target == unit:
+                continue
+            if target in TOP or FLOORS.get(target, 99) >= FLOORS[unit]:
+                if FLOORS[unit] == 0 and FLOORS.get(target) == 0:
+                    continue  # the bottom floor's modules share it (no cycle: Python says)
+                wrong.append(f"{path.relative_to(SRC)}:{line} imports {module}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_nothing_imports_the_cli_or_the_server() -> None:
+    wrong = [
+        f"{path.relative_to(SRC)}:{line} imports {module}"
+        for path, unit, tree in _modules()
+        if unit not in {"cli", "server", "__main__"}
+        for line, module in _runtime_imports(tree)
+        if module.split(".")[1] in {"cli", "server"}
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_the_settings_read_the_environment() -> None:
+    wrong = []
+    for path, unit, tree in _modules():
+        if unit == "config":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv", "putenv"}:
+                wrong.append(f"{path.relative_to(SRC)}:{node.lineno} uses os.{node.attr}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_the_storage_layer_runs_sql() -> None:
+    wrong = []
+    for path, unit, tree in _modules():
+        if unit == "db":
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in SQL_CALLS
+            ):
+                wrong.append(f"{path.relative_to(SRC)}:{node.lineno} calls .{node.func.attr}()")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_is_over_500_lines(path: Path) -> None:
+    lines = len(path.read_text("utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(SRC)} has {lines} lines"
+
+
+def test_the_checks_see_a_violation(tmp_path: Path) -> None:
+    """The import reader finds what the floor check needs, so the checks above can fail."""
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "from recall.store import MemoryStore\n"
+        "from recall import cli\n"
+        "if TYPE_CHECKING:\n"
+        "    from recall.nodes import retrieve_memories\n"
+    )
+    assert list(_runtime_imports(tree)) == [(2, "recall.store"), (3, "recall.cli")]

@@ -1,0 +1,70 @@
+"""The writer's outbox counts failed attempts per queued turn, and the writer records each."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from structlog.testing import capture_logs
+
+from recall.db.outbox import Outbox, QueuedTurn
+from recall.errors import StoreError
+from recall.nodes.writer import TurnWriter
+
+TURN = {"user_id": "u", "user_message": "remember this", "ai_response": "ok"}
+
+
+def _attempts_on_disk(path: Path) -> list[int]:
+    """The `attempts` column as the file holds it (not as the outbox reports it)."""
+    with sqlite3.connect(path) as db:
+        return [int(n) for (n,) in db.execute("SELECT attempts FROM pending ORDER BY id")]
+
+
+async def test_failed_attempts_are_counted_per_turn(tmp_path: Path) -> None:
+    path = tmp_path / "outbox.sqlite3"
+    outbox = Outbox(path)
+    first = await outbox.put("u", TURN)
+    second = await outbox.put("u", {**TURN, "user_message": "and this"})
+    assert await outbox.attempt_failed(first) == 1
+    assert await outbox.attempt_failed(first) == 2
+    assert await outbox.attempt_failed(12345) == 0  # not queued: nothing to count
+    assert await outbox.peek() == [
+        QueuedTurn(id=first, turn=TURN, attempts=2),
+        QueuedTurn(id=second, turn={**TURN, "user_message": "and this"}, attempts=0),
+    ]
+    outbox.close()
+    assert _attempts_on_disk(path) == [2, 0]
+
+
+async def test_the_writer_counts_each_failed_attempt(tmp_path: Path) -> None:
+    path = tmp_path / "outbox.sqlite3"
+    calls = 0
+    fourth = asyncio.Event()
+
+    class Down:
+        async def add_turn(self, **_: Any) -> None:
+            nonlocal calls
+            calls += 1
+            if calls > 3:  # the fourth attempt waits until the writer closes: nothing races
+                fourth.set()
+                await asyncio.Event().wait()
+            raise StoreError("database down")
+
+    async def down() -> Any:
+        return Down()
+
+    writer = TurnWriter(down, Outbox(path), wait_s=1.0, retry_initial_s=0.01, retry_max_s=0.01)
+    with capture_logs() as logs:
+        outcome = await writer.submit(
+            "u", "remember this", "ok", conversation_id=None, created_at=datetime.now(UTC)
+        )
+        assert outcome == "queued"
+        # the first attempt, then the drainer's retries
+        await asyncio.wait_for(fourth.wait(), timeout=30)
+        await writer.close()
+    counted = [e["attempts"] for e in logs if e["event"] == "memory.write.error"]
+    assert counted == [1, 2, 3]
+    assert _attempts_on_disk(path) == [3]
