@@ -134,5 +134,5 @@ async def test_the_columns_are_the_row_fields(
 
 def test_every_row_type_is_frozen_and_slotted() -> None:
     for _name, row, _params in CASES:
-        assert row.__dataclass_params__.frozen, row  # type: ignore[attr-defined]
+        assert row.__dataclass_params__.frozen, row
         assert "__slots__" in vars(row), row

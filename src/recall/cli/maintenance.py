@@ -96,7 +96,6 @@ def consolidate(
     chunks included). Needs RECALL_CHAT_MODEL (e.g. openai:gpt-4o-mini)."""
     from recall.creation.consolidate import Consolidator
     from recall.creation.extraction import RunnableExtractor, RunnableSummarizer
-    from recall.db.sql import query
 
     settings = settings_of(ctx)
     spec = settings.chat_model
@@ -110,25 +109,14 @@ def consolidate(
 
     async def work(store: MemoryStore) -> list[str]:
         lines = []
-        worker = Consolidator(
-            store,
-            RunnableExtractor(model),
-            summarizer=RunnableSummarizer(model),
-            chunk_size=settings.consolidation_chunk_size,
-            dedup_threshold=settings.dedup_threshold,
-        )
-        async with store.connection(all_users=True) as conn:
-            cur = await conn.execute(
-                query("pending_conversations"),
-                {"user_id": user, "conversation_id": conversation},
-            )
-            pending = await cur.fetchall()
-        for uid, cid, count in pending:
-            result = await worker.run(uid, cid, force=True)
+        # chunk size and dedup threshold: the store's Settings
+        worker = Consolidator(store, RunnableExtractor(model), summarizer=RunnableSummarizer(model))
+        for pending in await store.pending_conversations(user, conversation):
+            result = await worker.run(pending.user_id, pending.conversation_id, force=True)
             status = f"error: {result.error}" if result.error else "ok"
             lines.append(
-                f"{uid} / {cid}: {count} turns, {result.created} new memories, "
-                f"{result.updated} updated ({status})"
+                f"{pending.user_id} / {pending.conversation_id}: {pending.pending} turns, "
+                f"{result.created} new memories, {result.updated} updated ({status})"
             )
         return lines
 

@@ -1,4 +1,5 @@
-"""Conversation context nodes (seed 003): RecentMemory and FullChatSummary."""
+"""Conversation context nodes: RecentMemory (the conversation's latest memories) and
+FullChatSummary (its rolling summary)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def create_recent_memories_node(
 ) -> Any:
     """Make a RecentMemory node: the last `n` memories of this conversation, newest first.
 
-    With a thread id (the seed's discussion id) it returns the conversation's model-written
+    With a thread id (the discussion id) it returns the conversation's model-written
     memories, or its stored turns while none exist yet. Without one (stateless), or when the
     store fails (logged), it falls back to the last `n` turns of `state["messages"]`.
     Output: `{output_key: [text, ...]}`.

@@ -22,7 +22,7 @@ log = structlog.stdlib.get_logger(__name__)
 def create_memory_search_tool(
     store: MemoryStore | StoreProvider | None = None,
     *,
-    mode: Mode = "hybrid",
+    mode: Mode | None = None,
     max_results_cap: int = 50,
 ) -> BaseTool:
     """Make the `memory_search(query, max_results=10)` tool for an agent.
@@ -31,6 +31,12 @@ def create_memory_search_tool(
     ["langgraph_auth_user"]`; the model's arguments hold only the query and a count, so the
     model can never choose whose memories it reads. Results show date, conversation (or note
     file) and score. No threshold: the agent asked, it gets the best matches.
+
+    Args:
+        store: a store, an async callable returning one, or None for the process-wide store.
+        mode: "semantic", "keyword" or "hybrid"; the store's `Settings.retrieval_mode` when
+            None.
+        max_results_cap: the most results the model may ask for.
     """
     provider = provider_for(store)
 

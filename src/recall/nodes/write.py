@@ -48,7 +48,7 @@ def create_store_memories_node(
     Content filtering: a user message shorter than `min_message_length` is skipped; system
     messages are not stored while `filter_system_messages` is on (the default); with it off,
     each non-empty SystemMessage after the latest HumanMessage (system-generated content of
-    this turn) is stored too, as a memory of its own with an empty reply and metadata
+    this turn) is stored too, as a memory of kind "note" with an empty reply and metadata
     `{"source": "system_message"}`; an error response (see
     `recall.messages.is_error_response`) is skipped when `filter_error_responses` is on;
     texts are cut to `max_message_length` by the store. The conversation id is the thread
@@ -125,6 +125,7 @@ def create_store_memories_node(
                         conversation_id=thread_id(config),
                         created_at=now,
                         metadata={"source": "system_message"},
+                        kind="note",
                     )
                     log.info("memory.write.done", outcome=outcome, source="system_message")
             if consolidation is not None:

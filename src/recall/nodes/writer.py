@@ -66,8 +66,10 @@ class TurnWriter:
         conversation_id: str | None,
         created_at: datetime,
         metadata: dict[str, Any] | None = None,
+        kind: str = "turn",
     ) -> WriteOutcome:
-        """Queue the turn durably, then try to store it within `wait_s`.
+        """Queue the turn durably, then try to store it within `wait_s` (`kind` as in
+        `MemoryStore.add_turn`).
 
         Returns:
             "stored" when the database has it, "queued" when it will be written later.
@@ -82,6 +84,7 @@ class TurnWriter:
             "conversation_id": conversation_id,
             "created_at": created_at.isoformat(),
             "metadata": metadata or {},
+            "kind": kind,
         }
         make_turn(**turn)  # refuse what can never be stored before it is queued
         queue_id = await self.outbox.put(user_id, turn)

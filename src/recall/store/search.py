@@ -1,5 +1,5 @@
 """Search: the three retrieval modes, the choice of plan per user (exact, or the user's own
-HNSW index; cached per user), and the seed's keyword search."""
+HNSW index; cached per user), and keyword search by BM25."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ class Search(Maintenance):
         *,
         conversation_id: str | None = None,
     ) -> list[Memory]:
-        """The seed's VectorMemorySearch: `;`-separated keywords, ORed, ranked by BM25.
+        """Keyword search (VectorMemorySearch): `;`-separated keywords, ORed, ranked by BM25.
 
         Keywords are sanitized (`recall.keywords`), at most 60 are used, and no full-text or
         SQL syntax in them can change the query. `Memory.score` is the BM25 score and
@@ -113,8 +113,8 @@ class Search(Maintenance):
         Args:
             user_id: whose memories to search.
             keywords: e.g. "dog; vet appointment; Max".
-            limit: 1 to 1000 (the seed's default is 5).
-            conversation_id: only this conversation (the seed's discussion id); None: all.
+            limit: 1 to 1000 (5 by default).
+            conversation_id: only this conversation (the discussion id); None: all.
 
         Raises:
             InvalidInputError, StoreError.

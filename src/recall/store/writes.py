@@ -29,11 +29,13 @@ class Writes(StoreBase):
         conversation_id: str | None = None,
         created_at: Any = None,
         metadata: Mapping[str, Any] | None = None,
+        kind: str = "turn",
     ) -> Memory:
         """Store one user/AI turn pair and return it; the same turn twice is stored once.
 
         Texts are cleaned as `recall.memory.clean_text` documents (NUL removed, lone surrogates
-        replaced, cut to `max_message_length`).
+        replaced, cut to `max_message_length`). `kind` "note" stores a text of its own (its
+        `ai_response` may be empty), as notes import and the writer's system messages do.
 
         Raises:
             InvalidInputError: a field is unusable; nothing is stored.
@@ -47,6 +49,7 @@ class Writes(StoreBase):
             conversation_id=conversation_id,
             created_at=created_at,
             metadata=metadata,
+            kind=kind,
         )
         [vector] = await self.embedder.embed_documents([turn.text])
         # recall.add_memory sets the row-level security key itself (migration 0009): one
@@ -65,4 +68,5 @@ class Writes(StoreBase):
             conversation_id=turn.conversation_id,
             created_at=row.memory_created_at,
             metadata=turn.metadata,
+            kind=turn.kind,
         )

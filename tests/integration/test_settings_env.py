@@ -1,0 +1,568 @@
+"""Every variable in docs/configuration.md takes effect: one test per variable, each setting it
+in the environment and watching the component that reads it (through `Settings.from_env()`,
+the way an application gets its defaults) behave differently. A variable that is ignored
+fails its test; a documented variable without a test fails `test_every_variable_has_a_test`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from psycopg import AsyncConnection
+from structlog.testing import capture_logs
+
+from recall.config import Settings
+from recall.creation.consolidate import Consolidator
+from recall.creation.extraction import RunnableExtractor
+from recall.embeddings import MiniLMEmbeddings, configured_embeddings
+from recall.errors import ConfigError, InvalidInputError, MigrationError
+from recall.metrics import AlertRules, RetrievalMetrics
+from recall.nodes import create_retrieve_memories_node, create_store_memories_node
+from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
+from tests.conftest import Databases
+from tests.fakes import FailingStore, provider
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTED = re.compile(r"^\| `(RECALL_[A-Z_]+)`", re.MULTILINE)
+
+
+class CountingEmbeddings(FakeEmbeddings):
+    """The fake model, recording what it was asked to embed."""
+
+    def __init__(self, dimensions: int = 64) -> None:
+        super().__init__(dimensions)
+        self.queries: list[str] = []
+        self.batches: list[int] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.batches.append(len(texts))
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def config(user: str, thread: str = "thread-1") -> RunnableConfig:
+    return {"configurable": {"thread_id": thread, "langgraph_auth_user": {"identity": user}}}
+
+
+def ask(text: str) -> dict[str, Any]:
+    return {"messages": [HumanMessage(text)]}
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> pytest.MonkeyPatch:
+    """An environment pointing at the session database, with no other RECALL_* variable."""
+    for name in [n for n in os.environ if n.startswith("RECALL_") or n == "DATABASE_URL"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("RECALL_DATABASE_URL", database_url)
+    return monkeypatch
+
+
+async def open_store(embeddings: FakeEmbeddings | None = None) -> MemoryStore:
+    """A store with settings from the environment (and the fake model)."""
+    return await MemoryStore.connect(embeddings=embeddings or FakeEmbeddings(64))
+
+
+@pytest.fixture
+async def env_store(env: pytest.MonkeyPatch) -> AsyncIterator[MemoryStore]:
+    store = await open_store()
+    yield store
+    await store.close()
+
+
+async def add_facts(store: MemoryStore, user: str, count: int) -> None:
+    for i in range(count):
+        await store.add_turn(user, f"my dog Max fact number {i}", f"noted dog fact {i}")
+
+
+# -- where the data is ---------------------------------------------------------------------
+
+
+async def test_recall_database_url(env: pytest.MonkeyPatch, database_url: str) -> None:
+    async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
+        assert store.database is not None and store.database.url == database_url
+        assert store.database.embedded is None  # no embedded server was started
+
+
+async def test_database_url_fallback(env: pytest.MonkeyPatch, database_url: str) -> None:
+    env.delenv("RECALL_DATABASE_URL")
+    env.setenv("DATABASE_URL", database_url)
+    async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
+        assert store.database is not None and store.database.url == database_url
+
+
+async def test_recall_read_database_url(env: pytest.MonkeyPatch, database_url: str) -> None:
+    env.setenv("RECALL_READ_DATABASE_URL", database_url)
+    async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
+        assert store.read_pool is not store.pool
+
+
+def run_cli(*args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    """`recall ARGS` in a new process (the CLI configures logging for its whole process)."""
+    return subprocess.run(
+        [sys.executable, "-m", "recall", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env_vars},
+        timeout=120,
+        check=True,
+    )
+
+
+def test_recall_data_dir(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env.delenv("RECALL_DATABASE_URL")
+    out = run_cli("db", "status", RECALL_DATA_DIR=str(tmp_path / "elsewhere"))
+    assert str(tmp_path / "elsewhere") in out.stdout
+
+
+async def test_recall_embedded_shared_buffers_mb(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from recall.db.pool import locate_database
+
+    env.delenv("RECALL_DATABASE_URL")
+    env.setenv("RECALL_DATA_DIR", str(tmp_path / "pgdata"))
+    env.setenv("RECALL_EMBEDDED_SHARED_BUFFERS_MB", "48")
+    database = await locate_database(Settings.from_env(), stop_at_exit=False)
+    try:
+        conn = await AsyncConnection.connect(database.url, autocommit=True)
+        async with conn:
+            cur = await conn.execute(b"SHOW shared_buffers")
+            row = await cur.fetchone()
+        assert row is not None and row[0] == "48MB"
+    finally:
+        assert database.embedded is not None
+        await database.embedded.astop()
+
+
+async def test_recall_queue_path(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+) -> None:
+    queue = tmp_path / "queue" / "outbox.sqlite3"
+    env.setenv("RECALL_QUEUE_PATH", str(queue))
+    node = create_store_memories_node(env_store)
+    turn = {"messages": [HumanMessage("I moved to Berlin"), AIMessage("Welcome to Berlin!")]}
+    await node(turn, config(user))
+    assert queue.exists()
+
+
+async def test_recall_auto_migrate(env: pytest.MonkeyPatch, databases: Databases) -> None:
+    env.setenv("RECALL_DATABASE_URL", await databases.create("recall_nomigrate"))
+    env.setenv("RECALL_AUTO_MIGRATE", "false")
+    with pytest.raises(MigrationError, match="recall migrate"):
+        await open_store()
+
+
+async def test_recall_connection_pool_size(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_CONNECTION_POOL_SIZE", "3")
+    async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
+        assert store.pool.max_size == 3
+
+
+# -- the model ----------------------------------------------------------------------------
+
+
+def test_recall_embedding_model(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_EMBEDDING_MODEL", "no-such-model")
+    with pytest.raises(ConfigError, match="RECALL_EMBEDDING_MODEL='no-such-model'"):
+        configured_embeddings(Settings.from_env())
+
+
+def test_recall_embedding_backend(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_EMBEDDING_BACKEND", "torch")
+    model = configured_embeddings(Settings.from_env())
+    assert isinstance(model, MiniLMEmbeddings) and model.backend == "torch"
+
+
+def test_recall_model_cache_dir(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env.setenv("RECALL_MODEL_CACHE_DIR", str(tmp_path / "models"))
+    model = configured_embeddings(Settings.from_env())
+    assert isinstance(model, MiniLMEmbeddings) and model.cache_dir == tmp_path / "models"
+
+
+async def test_recall_embedding_cache_ttl(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_EMBEDDING_CACHE_TTL", "0")
+    model = CountingEmbeddings()
+    async with await open_store(model) as store:
+        await store.search("someone", "the same question", mode="semantic")
+        await store.search("someone", "the same question", mode="semantic")
+    assert model.queries == ["the same question"] * 2  # no cache: embedded twice
+
+
+async def test_recall_embedding_cache_size(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_EMBEDDING_CACHE_SIZE", "0")
+    model = CountingEmbeddings()
+    async with await open_store(model) as store:
+        await store.search("someone", "the same question", mode="semantic")
+        await store.search("someone", "the same question", mode="semantic")
+    assert model.queries == ["the same question"] * 2
+
+
+async def test_the_query_cache_is_on_by_default(env: pytest.MonkeyPatch) -> None:
+    """The control for the two tests above: with the defaults, one embedding."""
+    model = CountingEmbeddings()
+    async with await open_store(model) as store:
+        await store.search("someone", "the same question", mode="semantic")
+        await store.search("someone", "the same question", mode="semantic")
+    assert model.queries == ["the same question"]
+
+
+async def test_recall_embedding_batch_size(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_EMBEDDING_BATCH_SIZE", "2")
+    model = CountingEmbeddings()
+    turns = [
+        {"user_id": user, "user_message": f"fact {i} here", "ai_response": "ok"} for i in range(5)
+    ]
+    async with await open_store(model) as store:
+        await store.add_turns(turns)
+    assert model.batches and max(model.batches) == 2
+
+
+async def test_recall_max_query_length(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_MAX_QUERY_LENGTH", "10")
+    model = CountingEmbeddings()
+    async with await open_store(model) as store:
+        await store.search("someone", "a question much longer than ten", mode="semantic")
+    assert model.queries == ["a question"]
+
+
+# -- what is stored -----------------------------------------------------------------------
+
+
+async def test_recall_max_message_length(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_MAX_MESSAGE_LENGTH", "12")
+    async with await open_store() as store:
+        memory = await store.add_turn(user, "a rather long message indeed", "short reply")
+    assert memory.user_message == "a rather lon"
+
+
+async def test_recall_max_metadata_bytes(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_MAX_METADATA_BYTES", "20")
+    async with await open_store() as store:
+        with pytest.raises(InvalidInputError, match="metadata"):
+            await store.add_turn(user, "hello there", "hi", metadata={"note": "x" * 40})
+
+
+async def test_recall_min_message_length(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+) -> None:
+    env.setenv("RECALL_MIN_MESSAGE_LENGTH", "50")
+    env.setenv("RECALL_QUEUE_PATH", str(tmp_path / "q.sqlite3"))
+    node = create_store_memories_node(env_store)
+    with capture_logs() as logs:
+        await node({"messages": [HumanMessage("I like tea"), AIMessage("Nice!")]}, config(user))
+    assert [e.get("reason") for e in logs if e["event"] == "memory.write.skip"] == ["too_short"]
+    assert await env_store.recent(user) == []
+
+
+async def test_recall_filter_system_messages(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+) -> None:
+    env.setenv("RECALL_QUEUE_PATH", str(tmp_path / "q.sqlite3"))
+    turn = {
+        "messages": [
+            HumanMessage("Set my timezone to Lisbon"),
+            SystemMessage("User timezone changed to Europe/Lisbon"),
+            AIMessage("Done, your timezone is Lisbon now."),
+        ]
+    }
+    await create_store_memories_node(env_store)(turn, config(user))  # default: filtered
+    assert [m.user_message for m in await env_store.recent(user)] == ["Set my timezone to Lisbon"]
+    env.setenv("RECALL_FILTER_SYSTEM_MESSAGES", "false")
+    await create_store_memories_node(env_store)(turn, config(user))
+    stored = {m.user_message: m for m in await env_store.recent(user)}
+    assert set(stored) == {"Set my timezone to Lisbon", "User timezone changed to Europe/Lisbon"}
+    system = stored["User timezone changed to Europe/Lisbon"]
+    assert system.ai_response == "" and system.metadata == {"source": "system_message"}
+    assert system.kind == "note"
+
+
+async def test_recall_filter_error_responses(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+) -> None:
+    env.setenv("RECALL_QUEUE_PATH", str(tmp_path / "q.sqlite3"))
+    env.setenv("RECALL_FILTER_ERROR_RESPONSES", "false")
+    turn = {"messages": [HumanMessage("What is my plan?"), AIMessage("Error: upstream timeout")]}
+    await create_store_memories_node(env_store)(turn, config(user))
+    assert [m.ai_response for m in await env_store.recent(user)] == ["Error: upstream timeout"]
+
+
+# -- retrieval ----------------------------------------------------------------------------
+
+
+async def test_recall_max_memories(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+) -> None:
+    await add_facts(env_store, user, 6)
+    env.setenv("RECALL_MAX_MEMORIES", "5")
+    env.setenv("RECALL_SIMILARITY_THRESHOLD", "0")
+    out = await create_retrieve_memories_node(env_store)(ask("my dog Max fact"), config(user))
+    assert len(out["retrieved_memories"]) == 5
+
+
+async def test_recall_similarity_threshold(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+) -> None:
+    await add_facts(env_store, user, 2)
+    env.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    node = create_retrieve_memories_node(env_store)
+    assert (await node(ask("my dog Max fact number 1"), config(user)))["retrieved_memories"]
+    env.setenv("RECALL_SIMILARITY_THRESHOLD", "0.999")
+    node = create_retrieve_memories_node(env_store)
+    assert (await node(ask("my dog Max fact number 1"), config(user)))["retrieved_memories"] == []
+
+
+async def test_recall_retrieval_mode(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+) -> None:
+    await add_facts(env_store, user, 1)
+    env.setenv("RECALL_RETRIEVAL_MODE", "keyword")
+    node = create_retrieve_memories_node(env_store)
+    with capture_logs() as logs:
+        out = await node(ask("dog"), config(user))
+    [done] = [e for e in logs if e["event"] == "memory.retrieve.done"]
+    assert done["mode"] == "keyword" and len(out["retrieved_memories"]) == 1
+
+
+async def test_recall_search_timeout_ms(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_SEARCH_TIMEOUT_MS", "50")
+    node = create_retrieve_memories_node(provider(FailingStore(delay=5.0)))
+    started = time.perf_counter()
+    with capture_logs() as logs:
+        out = await node(ask("anything at all"), config("u"))
+    assert out == {"retrieved_memories": []} and time.perf_counter() - started < 2.0
+    assert [e["timeout_ms"] for e in logs if e["event"] == "memory.retrieve.timeout"] == [50]
+
+
+async def test_recall_log_search_queries(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+) -> None:
+    env.setenv("RECALL_LOG_SEARCH_QUERIES", "true")
+    with capture_logs() as logs:
+        await create_retrieve_memories_node(env_store)(ask("where is Max"), config(user))
+    [start] = [e for e in logs if e["event"] == "memory.retrieve.start"]
+    assert start["query"] == "where is Max"
+
+
+async def test_recall_log_similarity_scores(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+) -> None:
+    env.setenv("RECALL_LOG_SIMILARITY_SCORES", "false")
+    with capture_logs() as logs:
+        await create_retrieve_memories_node(env_store)(ask("where is Max"), config(user))
+    [done] = [e for e in logs if e["event"] == "memory.retrieve.done"]
+    assert "similarities" not in done and "latency_ms" in done
+
+
+async def test_recall_track_retrieval_latency(
+    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+) -> None:
+    env.setenv("RECALL_TRACK_RETRIEVAL_LATENCY", "false")
+    metrics = RetrievalMetrics()
+    node = create_retrieve_memories_node(env_store, metrics=metrics)
+    with capture_logs() as logs:
+        await node(ask("where is Max"), config(user))
+    [done] = [e for e in logs if e["event"] == "memory.retrieve.done"]
+    assert "latency_ms" not in done and "similarities" in done
+    assert metrics.totals() == {}  # successful retrievals are not recorded
+
+
+async def test_recall_alert_on_failures(env: pytest.MonkeyPatch) -> None:
+    def failing_node(metrics: RetrievalMetrics) -> Any:
+        store = provider(FailingStore(RuntimeError("down")))
+        return create_retrieve_memories_node(store, metrics=metrics)
+
+    rules = AlertRules(max_errors=2, min_samples=1)
+    for alerts_on in (True, False):
+        env.setenv("RECALL_ALERT_ON_FAILURES", str(alerts_on).lower())
+        metrics = RetrievalMetrics(rules=rules)
+        node = failing_node(metrics)
+        with capture_logs() as logs:
+            for _ in range(3):
+                await node(ask("anything at all"), config("u"))
+        fired = [e for e in logs if e["event"] == "memory.alert.fired"]
+        assert bool(fired) is alerts_on
+        assert metrics.totals() == {"unexpected": 3}  # recorded either way
+
+
+async def test_recall_user_index_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
+    async with await open_store() as store:
+        await add_facts(store, user, 3)
+        assert user in await store.optimize()
+
+
+async def _user_index_definition(store: MemoryStore, user: str) -> str:
+    conn = await AsyncConnection.connect(store.database.url if store.database else "")
+    async with conn:
+        cur = await conn.execute(
+            b"SELECT i.indexdef FROM recall.users u JOIN pg_indexes i"
+            b" ON i.schemaname = 'recall' AND i.indexname = u.hnsw_index WHERE u.user_id = %s",
+            [user],
+        )
+        row = await cur.fetchone()
+    assert row is not None, "no per-user index was built"
+    return str(row[0])
+
+
+async def test_recall_hnsw_m(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
+    env.setenv("RECALL_HNSW_M", "5")
+    async with await open_store() as store:
+        await add_facts(store, user, 3)
+        await store.optimize()
+        assert "m='5'" in await _user_index_definition(store, user)
+
+
+async def test_recall_hnsw_ef_construction(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
+    env.setenv("RECALL_HNSW_EF_CONSTRUCTION", "40")
+    async with await open_store() as store:
+        await add_facts(store, user, 3)
+        await store.optimize()
+        assert "ef_construction='40'" in await _user_index_definition(store, user)
+
+
+@pytest.fixture
+def vector_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The keyword arguments of every vector search statement the store runs."""
+    import recall.store.search as store_search
+    from recall.db.search import vector_rows as real
+
+    calls: list[dict[str, Any]] = []
+
+    async def spy(conn: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return await real(conn, **kwargs)
+
+    monkeypatch.setattr(store_search, "vector_rows", spy)
+    return calls
+
+
+async def test_recall_hnsw_ef_search(
+    env: pytest.MonkeyPatch, vector_calls: list[dict[str, Any]], user: str
+) -> None:
+    env.setenv("RECALL_HNSW_EF_SEARCH", "7")
+    env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
+    async with await open_store() as store:
+        await add_facts(store, user, 3)
+        await store.optimize()
+        found = await store.search(user, "my dog Max", mode="semantic", similarity_threshold=0)
+    assert found and [c["ef_search"] for c in vector_calls] == [7]
+    assert vector_calls[0]["index"] is not None  # the user's own index served it
+
+
+async def test_recall_hybrid_candidates(
+    env: pytest.MonkeyPatch, vector_calls: list[dict[str, Any]], user: str
+) -> None:
+    env.setenv("RECALL_HYBRID_CANDIDATES", "9")
+    async with await open_store() as store:
+        await add_facts(store, user, 2)
+        await store.search(user, "my dog Max", mode="hybrid")
+    assert [c["limit"] for c in vector_calls] == [9]
+
+
+# -- the example server -------------------------------------------------------------------
+
+
+async def test_recall_auth_tokens(env: pytest.MonkeyPatch) -> None:
+    from recall.server.auth import authenticate
+
+    env.setenv("RECALL_AUTH_TOKENS", "t-zed:zed")
+    user = await authenticate("Bearer t-zed")
+    assert user["identity"] == "zed"
+
+
+def test_recall_chat_model(env: pytest.MonkeyPatch) -> None:
+    from recall.example.responder import create_respond_node
+
+    create_respond_node()  # unset: the offline responder, no model to load
+    env.setenv("RECALL_CHAT_MODEL", "no-such-provider:no-such-model")
+    with pytest.raises(Exception) as caught:  # noqa: PT011  # which one depends on what is installed
+        create_respond_node()
+    assert "no-such-provider" in str(caught.value) or isinstance(caught.value, ImportError)
+
+
+async def test_recall_metrics_summary_s(env: pytest.MonkeyPatch, env_store: MemoryStore) -> None:
+    from recall.server.app import app, lifespan
+    from recall.store.shared import set_default_store
+
+    env.setenv("RECALL_METRICS_SUMMARY_S", "0.05")
+    set_default_store(env_store)
+    try:
+        with capture_logs() as logs:
+            async with lifespan(app):
+                await asyncio.sleep(0.3)
+    finally:
+        set_default_store(None)
+    assert len([e for e in logs if e["event"] == "memory.metrics.summary"]) >= 2
+
+
+async def test_recall_log_level(env: pytest.MonkeyPatch, databases: Databases) -> None:
+    quiet = run_cli("migrate", RECALL_DATABASE_URL=await databases.create("recall_log"))
+    assert "db.migrate.applied" not in quiet.stderr  # the CLI logs warnings only by default
+    loud = run_cli(
+        "migrate",
+        RECALL_DATABASE_URL=await databases.create("recall_log"),
+        RECALL_LOG_LEVEL="INFO",
+    )
+    assert "db.migrate.applied" in loud.stderr
+
+
+# -- memory creation -------------------------------------------------------------------------
+
+
+def _extractor(*answers: dict[str, Any]) -> RunnableExtractor:
+    responses = [json.dumps(a) for a in answers]
+    return RunnableExtractor(FakeListChatModel(responses=responses))
+
+
+TEA = {"title": "Tea", "summary": "The user drinks green tea every morning.",
+       "entities": ["tea"], "key_phrases": ["green tea"]}  # fmt: skip
+TEA_AGAIN = {**TEA, "summary": "The user likes green tea a lot, mostly after lunch."}
+
+
+async def test_recall_consolidation_chunk_size(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_CONSOLIDATION_CHUNK_SIZE", "2")
+    async with await open_store() as store:
+        for i in range(2):
+            await store.add_turn(user, f"turn {i} about tea", "ok", conversation_id="c1")
+        result = await Consolidator(store, _extractor(TEA)).run(user, "c1")
+    assert result.chunks == 1 and result.created == 1  # the default (10) waits for 10 turns
+
+
+async def test_recall_dedup_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_CONSOLIDATION_CHUNK_SIZE", "1")
+    env.setenv("RECALL_DEDUP_THRESHOLD", "0.5")
+    async with await open_store() as store:
+        await store.add_turn(user, "I love green tea", "ok", conversation_id="c1")
+        await store.add_turn(user, "green tea every morning", "ok", conversation_id="c1")
+        result = await Consolidator(store, _extractor(TEA, TEA_AGAIN)).run(user, "c1")
+    # the second memory is close to the first (cosine 0.84: under the default 0.95, over 0.5)
+    assert (result.created, result.updated) == (1, 1)
+
+
+# -- the list --------------------------------------------------------------------------------
+
+
+def test_every_variable_has_a_test() -> None:
+    documented = set(DOCUMENTED.findall((ROOT / "docs" / "configuration.md").read_text()))
+    fields = {"RECALL_" + name.upper() for name in Settings.__dataclass_fields__}
+    assert fields <= documented, f"undocumented settings: {sorted(fields - documented)}"
+    tests = {name for name in globals() if name.startswith("test_recall_")}
+    missing = {v for v in documented if f"test_{v.lower()}" not in tests}
+    assert not missing, f"variables without a test: {sorted(missing)}"
