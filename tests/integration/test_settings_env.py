@@ -194,31 +194,29 @@ def test_recall_model_cache_dir(env: pytest.MonkeyPatch, tmp_path: Path) -> None
     assert isinstance(model, MiniLMEmbeddings) and model.cache_dir == tmp_path / "models"
 
 
-async def test_recall_embedding_cache_ttl(env: pytest.MonkeyPatch) -> None:
-    env.setenv("RECALL_EMBEDDING_CACHE_TTL", "0")
+async def query_embeddings(question: str, times: int) -> list[str]:
+    """The queries the model embedded while a store (settings from the environment) searched
+    `question` `times` times."""
     model = CountingEmbeddings()
     async with await open_store(model) as store:
-        await store.search("someone", "the same question", mode="semantic")
-        await store.search("someone", "the same question", mode="semantic")
-    assert model.queries == ["the same question"] * 2  # no cache: embedded twice
+        for _ in range(times):
+            await store.search("someone", question, mode="semantic")
+    return model.queries
+
+
+async def test_recall_embedding_cache_ttl(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_EMBEDDING_CACHE_TTL", "0")
+    assert await query_embeddings("the same question", 2) == ["the same question"] * 2
 
 
 async def test_recall_embedding_cache_size(env: pytest.MonkeyPatch) -> None:
     env.setenv("RECALL_EMBEDDING_CACHE_SIZE", "0")
-    model = CountingEmbeddings()
-    async with await open_store(model) as store:
-        await store.search("someone", "the same question", mode="semantic")
-        await store.search("someone", "the same question", mode="semantic")
-    assert model.queries == ["the same question"] * 2
+    assert await query_embeddings("the same question", 2) == ["the same question"] * 2
 
 
 async def test_the_query_cache_is_on_by_default(env: pytest.MonkeyPatch) -> None:
     """The control for the two tests above: with the defaults, one embedding."""
-    model = CountingEmbeddings()
-    async with await open_store(model) as store:
-        await store.search("someone", "the same question", mode="semantic")
-        await store.search("someone", "the same question", mode="semantic")
-    assert model.queries == ["the same question"]
+    assert await query_embeddings("the same question", 2) == ["the same question"]
 
 
 async def test_recall_embedding_batch_size(env: pytest.MonkeyPatch, user: str) -> None:
@@ -234,10 +232,7 @@ async def test_recall_embedding_batch_size(env: pytest.MonkeyPatch, user: str) -
 
 async def test_recall_max_query_length(env: pytest.MonkeyPatch) -> None:
     env.setenv("RECALL_MAX_QUERY_LENGTH", "10")
-    model = CountingEmbeddings()
-    async with await open_store(model) as store:
-        await store.search("someone", "a question much longer than ten", mode="semantic")
-    assert model.queries == ["a question"]
+    assert await query_embeddings("a question much longer than ten", 1) == ["a question"]
 
 
 # -- what is stored -----------------------------------------------------------------------
@@ -319,11 +314,15 @@ async def test_recall_similarity_threshold(
 ) -> None:
     await add_facts(env_store, user, 2)
     env.setenv("RECALL_RETRIEVAL_MODE", "semantic")
-    node = create_retrieve_memories_node(env_store)
-    assert (await node(ask("my dog Max fact number 1"), config(user)))["retrieved_memories"]
+
+    async def found() -> int:
+        node = create_retrieve_memories_node(env_store)  # settings read when it is made
+        out = await node(ask("my dog Max fact number 1"), config(user))
+        return len(out["retrieved_memories"])
+
+    assert await found() > 0
     env.setenv("RECALL_SIMILARITY_THRESHOLD", "0.999")
-    node = create_retrieve_memories_node(env_store)
-    assert (await node(ask("my dog Max fact number 1"), config(user)))["retrieved_memories"] == []
+    assert await found() == 0
 
 
 async def test_recall_retrieval_mode(
@@ -348,13 +347,20 @@ async def test_recall_search_timeout_ms(env: pytest.MonkeyPatch) -> None:
     assert [e["timeout_ms"] for e in logs if e["event"] == "memory.retrieve.timeout"] == [50]
 
 
+async def retrieval_event(store: MemoryStore, user: str, event: str) -> dict[str, Any]:
+    """The one `event` a default retrieval node logs for a question."""
+    with capture_logs() as logs:
+        await create_retrieve_memories_node(store)(ask("where is Max"), config(user))
+    [found] = [e for e in logs if e["event"] == event]
+    return dict(found)
+
+
 async def test_recall_log_search_queries(
     env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
 ) -> None:
+    assert "query" not in await retrieval_event(env_store, user, "memory.retrieve.start")
     env.setenv("RECALL_LOG_SEARCH_QUERIES", "true")
-    with capture_logs() as logs:
-        await create_retrieve_memories_node(env_store)(ask("where is Max"), config(user))
-    [start] = [e for e in logs if e["event"] == "memory.retrieve.start"]
+    start = await retrieval_event(env_store, user, "memory.retrieve.start")
     assert start["query"] == "where is Max"
 
 
@@ -362,9 +368,7 @@ async def test_recall_log_similarity_scores(
     env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
 ) -> None:
     env.setenv("RECALL_LOG_SIMILARITY_SCORES", "false")
-    with capture_logs() as logs:
-        await create_retrieve_memories_node(env_store)(ask("where is Max"), config(user))
-    [done] = [e for e in logs if e["event"] == "memory.retrieve.done"]
+    done = await retrieval_event(env_store, user, "memory.retrieve.done")
     assert "similarities" not in done and "latency_ms" in done
 
 
@@ -419,22 +423,23 @@ async def _user_index_definition(store: MemoryStore, user: str) -> str:
     return str(row[0])
 
 
-async def test_recall_hnsw_m(env: pytest.MonkeyPatch, user: str) -> None:
+async def _index_built_with(env: pytest.MonkeyPatch, user: str, variable: str, value: str) -> str:
+    """The definition of `user`'s own index, built with `variable=value` in the environment."""
     env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
-    env.setenv("RECALL_HNSW_M", "5")
+    env.setenv(variable, value)
     async with await open_store() as store:
         await add_facts(store, user, 3)
         await store.optimize()
-        assert "m='5'" in await _user_index_definition(store, user)
+        return await _user_index_definition(store, user)
+
+
+async def test_recall_hnsw_m(env: pytest.MonkeyPatch, user: str) -> None:
+    assert "m='5'" in await _index_built_with(env, user, "RECALL_HNSW_M", "5")
 
 
 async def test_recall_hnsw_ef_construction(env: pytest.MonkeyPatch, user: str) -> None:
-    env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
-    env.setenv("RECALL_HNSW_EF_CONSTRUCTION", "40")
-    async with await open_store() as store:
-        await add_facts(store, user, 3)
-        await store.optimize()
-        assert "ef_construction='40'" in await _user_index_definition(store, user)
+    definition = await _index_built_with(env, user, "RECALL_HNSW_EF_CONSTRUCTION", "40")
+    assert "ef_construction='40'" in definition
 
 
 @pytest.fixture

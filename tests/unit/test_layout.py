@@ -5,7 +5,7 @@ module grows past 500 lines (docs/architecture.md)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -96,29 +96,38 @@ def test_nothing_imports_the_cli_or_the_server() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_only_the_settings_read_the_environment() -> None:
+def _uses_outside(allowed: str, found: Callable[[ast.AST], str | None]) -> list[str]:
+    """Where a module outside the `allowed` unit has a node that `found` names."""
     wrong = []
     for path, unit, tree in _modules():
-        if unit == "config":
+        if unit == allowed:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv", "putenv"}:
-                wrong.append(f"{path.relative_to(SRC)}:{node.lineno} uses os.{node.attr}")
+            what = found(node)
+            if what is not None:
+                wrong.append(f"{path.relative_to(SRC)}:{getattr(node, 'lineno', 0)} {what}")
+    return wrong
+
+
+def _environment_use(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv", "putenv"}:
+        return f"uses os.{node.attr}"
+    return None
+
+
+def _sql_call(node: ast.AST) -> str | None:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return None
+    return f"calls .{node.func.attr}()" if node.func.attr in SQL_CALLS else None
+
+
+def test_only_the_settings_read_the_environment() -> None:
+    wrong = _uses_outside("config", _environment_use)
     assert not wrong, "\n".join(wrong)
 
 
 def test_only_the_storage_layer_runs_sql() -> None:
-    wrong = []
-    for path, unit, tree in _modules():
-        if unit == "db":
-            continue
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in SQL_CALLS
-            ):
-                wrong.append(f"{path.relative_to(SRC)}:{node.lineno} calls .{node.func.attr}()")
+    wrong = _uses_outside("db", _sql_call)
     assert not wrong, "\n".join(wrong)
 
 
@@ -138,3 +147,6 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
         "    from recall.nodes import retrieve_memories\n"
     )
     assert list(_runtime_imports(tree)) == [(2, "recall.store"), (3, "recall.cli")]
+    call = ast.parse("conn.execute(q)\nos.environ.get('X')\n")
+    found = [f(n) for n in ast.walk(call) for f in (_sql_call, _environment_use) if f(n)]
+    assert found == ["calls .execute()", "uses os.environ"]

@@ -71,15 +71,14 @@ async def reembed(
     """
     dims = await embedder.dimensions()
     space = await fetch_one(conn, "get_embedding_space", None, EmbeddingSpace)
+
+    async def fill(statements: str, progress: Progress | None) -> int:
+        """Embed every memory the `reembed_<statements>_batch` statement finds."""
+        select, update = f"reembed_{statements}_batch", f"reembed_{statements}_update"
+        return await _fill(conn, embedder, select, update, batch=batch, on_progress=progress)
+
     if space is not None and space.dimensions == dims:
-        done = await _fill(
-            conn,
-            embedder,
-            "reembed_in_place_batch",
-            "reembed_in_place_update",
-            batch=batch,
-            on_progress=on_progress,
-        )
+        done = await fill("in_place", on_progress)
         async with conn.transaction():
             await lock_schema(conn)
             await run(
@@ -93,26 +92,12 @@ async def reembed(
             " ALTER COLUMN embedding_next SET STORAGE MAIN"  # vectors in the row (0006)
         ).format(sql.Literal(dims))
     )
-    done = await _fill(
-        conn,
-        embedder,
-        "reembed_next_batch",
-        "reembed_next_update",
-        batch=batch,
-        on_progress=on_progress,
-    )
+    done = await fill("next", on_progress)
     async with conn.transaction():
         await lock_schema(conn)
         await run(conn, "reembed_lock_table")
         # turns written by the old model while we filled: embed them under the lock
-        done += await _fill(
-            conn,
-            embedder,
-            "reembed_next_batch",
-            "reembed_next_update",
-            batch=batch,
-            on_progress=None,
-        )
+        done += await fill("next", None)
         await run(conn, "reembed_swap")
         await run(conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims})
     log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)

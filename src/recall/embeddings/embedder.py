@@ -5,7 +5,8 @@ on what the model returns."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -18,6 +19,8 @@ from recall.errors import EmbeddingError
 __all__ = ["Embedder", "Vector", "embedding_model_name"]
 
 log = structlog.stdlib.get_logger(__name__)
+
+T = TypeVar("T")
 
 Vector = npt.NDArray[np.float32]
 _EMPTY: Vector = np.zeros(0, dtype=np.float32)  # a placeholder, every slot is filled
@@ -104,13 +107,17 @@ class Embedder:
             raise EmbeddingError(f"{self.name} returned a zero vector (no cosine is defined)")
         return vector
 
-    async def _embed_query(self, text: str) -> Vector:
+    async def _call(self, what: str, call: Awaitable[T]) -> T:
+        """Await the model's `call`; any failure becomes an `EmbeddingError` naming `what`."""
         try:
-            raw = await self.embeddings.aembed_query(text)
+            return await call
         except EmbeddingError:
             raise
         except Exception as exc:
-            raise EmbeddingError(f"{self.name} failed to embed a query: {exc}") from exc
+            raise EmbeddingError(f"{self.name} failed to embed {what}: {exc}") from exc
+
+    async def _embed_query(self, text: str) -> Vector:
+        raw = await self._call("a query", self.embeddings.aembed_query(text))
         return self.check_vector(raw)
 
     async def embed_query(self, text: str) -> Vector:
@@ -141,12 +148,7 @@ class Embedder:
         for start in range(0, len(order), self._batch_size):
             picked = order[start : start + self._batch_size]
             batch = [texts[i] for i in picked]
-            try:
-                raw = await self.embeddings.aembed_documents(batch)
-            except EmbeddingError:
-                raise
-            except Exception as exc:
-                raise EmbeddingError(f"{self.name} failed to embed documents: {exc}") from exc
+            raw = await self._call("documents", self.embeddings.aembed_documents(batch))
             if len(raw) != len(batch):
                 raise EmbeddingError(
                     f"{self.name} returned {len(raw)} vectors for {len(batch)} texts"

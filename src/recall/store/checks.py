@@ -5,8 +5,9 @@ from __future__ import annotations
 from uuid import UUID
 
 from recall.errors import InvalidInputError
+from recall.memory import clean_id
 
-__all__ = ["MAX_LIMIT", "check_limit", "check_threshold", "memory_uuid"]
+__all__ = ["MAX_LIMIT", "check_limit", "check_threshold", "memory_key", "memory_uuid"]
 
 MAX_LIMIT = 1000
 
@@ -49,3 +50,14 @@ def memory_uuid(value: object) -> UUID | None:
         return UUID(value)
     except ValueError:
         return None  # not an id we could have issued: nothing to find
+
+
+def memory_key(user_id: object, memory_id: object) -> tuple[str, UUID | None]:
+    """The checked user id and the memory id as a UUID (None: no memory has that id).
+
+    Raises:
+        InvalidInputError: the user id is unusable, or the memory id is not a string.
+    """
+    uid = clean_id(user_id, "user_id")
+    assert uid is not None  # required ids are never None
+    return uid, memory_uuid(memory_id)

@@ -12,7 +12,7 @@ from recall.db.outbox import Outbox
 from recall.db.userindex import drop_user_index, index_name
 from recall.memory import clean_id
 from recall.store.base import StoreBase
-from recall.store.checks import memory_uuid
+from recall.store.checks import memory_key
 
 __all__ = ["Erasure"]
 
@@ -28,9 +28,7 @@ class Erasure(StoreBase):
         Raises:
             InvalidInputError, StoreError.
         """
-        uid = clean_id(user_id, "user_id")
-        assert uid is not None
-        mid = memory_uuid(memory_id)
+        uid, mid = memory_key(user_id, memory_id)
         if mid is None:
             return False
         async with self._conn("delete", user=uid) as conn:

@@ -6,7 +6,7 @@ from recall.db.memories import get_memory, recent_memories
 from recall.memory import Memory, clean_id
 from recall.search.ranking import row_memory
 from recall.store.base import StoreBase
-from recall.store.checks import check_limit, memory_uuid
+from recall.store.checks import check_limit, memory_key
 
 __all__ = ["Reads"]
 
@@ -33,9 +33,7 @@ class Reads(StoreBase):
         Raises:
             InvalidInputError, StoreError.
         """
-        uid = clean_id(user_id, "user_id")
-        assert uid is not None
-        mid = memory_uuid(memory_id)
+        uid, mid = memory_key(user_id, memory_id)
         if mid is None:
             return None
         async with self._conn("get", read=True, user=uid) as conn:
