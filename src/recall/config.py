@@ -125,6 +125,7 @@ class Settings:
     log_level: str | None = None  # None: INFO, and WARNING for the CLI
     chat_model: str | None = None  # "provider:model" for init_chat_model; None: offline
     auth_tokens: str | None = field(default=None, repr=False)  # "token:user,..." (server)
+    operators: str | None = None  # "user,user": who may change assistants and crons (server)
     metrics_summary_s: float = 60.0
     embedded_shared_buffers_mb: int = 0  # 0: a quarter of the machine's memory, 128 MB-4 GB
 

@@ -22,7 +22,7 @@ from tests.conftest import ROOT, Databases
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
-TOKENS = {"alice": "token-alice", "bob": "token-bob"}
+TOKENS = {"alice": "token-alice", "bob": "token-bob", "ops": "token-ops"}
 _API = re.compile(r"API: .*?(http://[0-9.]+:\d+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -54,6 +54,7 @@ def server(server_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         "RECALL_DATA_DIR": str(work / "data" / "pgdata"),
         "RECALL_MODEL_CACHE_DIR": str(ROOT / ".recall" / "models"),  # export the model once
         "RECALL_AUTH_TOKENS": ",".join(f"{t}:{u}" for u, t in TOKENS.items()),
+        "RECALL_OPERATORS": "ops",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
@@ -182,3 +183,61 @@ def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str
         totals = {s.labels["outcome"]: s.value for s in families["recall_retrievals"].samples}
         assert totals.get("ok", 0) >= 1 and sum(totals.values()) >= 3
         assert client.get("/recall/stats").json()["window"]["searches"] >= 3
+
+
+def test_every_resource_has_a_rule(server: str) -> None:
+    """docs/security.md's rules, resource by resource, with two users, an operator and no
+    token at all (the attempts a user could make on a server that guarded only threads)."""
+    item = {"namespace": ["alice", "notes"], "key": "k1", "value": {"city": "Lisbon"}}
+    with httpx.Client(base_url=server, timeout=60) as client:
+
+        def call(method: str, path: str, user: str | None, body: Any = None) -> httpx.Response:
+            headers = _headers(user) if user else {}
+            return client.request(method, path, json=body, headers=headers)
+
+        # no token: nothing at all
+        for method, path, body in [
+            ("PUT", "/store/items", item),
+            ("POST", "/store/items/search", {"namespace_prefix": []}),
+            ("POST", "/assistants/search", {}),
+            ("POST", "/runs/crons", {"assistant_id": "companion", "schedule": "0 0 * * *"}),
+            ("POST", "/threads", {}),
+        ]:
+            assert call(method, path, None, body).status_code == 401, (method, path)
+
+        # store: each user's own namespaces only
+        assert call("PUT", "/store/items", "alice", item).status_code == 204
+        stolen = {**item, "key": "k2", "value": {"city": "Paris"}}
+        assert call("PUT", "/store/items", "bob", stolen).status_code == 403
+        read = "/store/items?namespace=alice.notes&key=k1"
+        assert call("GET", read, "bob").status_code == 403
+        assert call("GET", read, "alice").json()["value"] == {"city": "Lisbon"}
+        bob_search = call("POST", "/store/items/search", "bob", {"namespace_prefix": []})
+        assert bob_search.status_code == 200 and bob_search.json()["items"] == []
+        aimed = call("POST", "/store/items/search", "bob", {"namespace_prefix": ["alice"]})
+        assert aimed.status_code == 403
+        assert call("POST", "/store/namespaces", "bob", {}).json()["namespaces"] == []
+        assert call("POST", "/store/namespaces", "bob", {"prefix": ["alice"]}).status_code == 403
+        assert call("POST", "/store/namespaces", "alice", {}).json()["namespaces"] == [
+            ["alice", "notes"]
+        ]
+        gone = {"namespace": ["alice", "notes"], "key": "k1"}
+        assert call("DELETE", "/store/items", "bob", gone).status_code == 403
+        assert call("GET", read, "alice").status_code == 200  # still there
+
+        # assistants: everyone reads and runs the shared graph; only an operator changes it
+        found = call("POST", "/assistants/search", "bob", {})
+        assert found.status_code == 200
+        companion = next(a for a in found.json() if a["graph_id"] == "companion")
+        path = f"/assistants/{companion['assistant_id']}"
+        assert call("GET", path, "bob").status_code == 200
+        assert call("PATCH", path, "bob", {"metadata": {"owner": "bob"}}).status_code == 403
+        assert call("DELETE", path, "bob").status_code == 403
+        assert call("POST", "/assistants", "bob", {"graph_id": "companion"}).status_code == 403
+        assert call("PATCH", path, "ops", {"metadata": {"checked": True}}).status_code == 200
+        assert call("GET", path, "alice").status_code == 200  # bob's attempts broke nothing
+
+        # crons: operators only
+        cron = {"assistant_id": "companion", "schedule": "0 0 * * *"}
+        assert call("POST", "/runs/crons", "bob", cron).status_code == 403
+        assert call("POST", "/runs/crons/search", "bob", {}).status_code == 403

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from langchain_core.language_models import FakeListChatModel
@@ -490,6 +490,27 @@ async def test_recall_auth_tokens(env: pytest.MonkeyPatch) -> None:
     env.setenv("RECALL_AUTH_TOKENS", "t-zed:zed")
     user = await authenticate("Bearer t-zed")
     assert user["identity"] == "zed"
+
+
+def test_recall_operators(env: pytest.MonkeyPatch) -> None:
+    from langgraph_sdk import Auth
+
+    from recall.server.auth import operators_only
+
+    def change(user: str) -> Auth.types.AuthContext:
+        return Auth.types.AuthContext(
+            permissions=[],
+            user=cast(Auth.types.BaseUser, Auth.types.StudioUser(user, is_authenticated=True)),
+            resource="assistants",
+            action="update",
+        )
+
+    with pytest.raises(Auth.exceptions.HTTPException):  # nobody is an operator by default
+        operators_only(change("ops"))
+    env.setenv("RECALL_OPERATORS", "ops, root")
+    assert operators_only(change("ops")) is True
+    with pytest.raises(Auth.exceptions.HTTPException):
+        operators_only(change("alice"))
 
 
 def test_recall_chat_model(env: pytest.MonkeyPatch) -> None:
