@@ -37,7 +37,7 @@ async def test_finds_memories_as_state_safe_dicts(store: MemoryStore, user: str)
     node = create_retrieve_memories_node(store, similarity_threshold=0.0)
     out = await node(ask("dog called Max"), cfg({"identity": user}))
     [memory] = out["retrieved_memories"]
-    assert set(memory) == {"id", "user_message", "ai_response", "similarity"}
+    assert set(memory) == {"id", "user_message", "ai_response", "similarity", "score"}
     assert len(memory["user_message"]) == 500 and len(memory["ai_response"]) == 500
     assert memory["similarity"] == round(memory["similarity"], 3)
     json.dumps(out)  # JSON-serializable, so the server can checkpoint it
@@ -50,6 +50,13 @@ async def test_limit_threshold_and_order(store: MemoryStore, user: str) -> None:
     out = (await node(ask("pears and apples"), cfg(user)))["retrieved_memories"]
     assert len(out) == 2
     assert out[0]["similarity"] >= out[1]["similarity"]
+    # the hybrid default ranks by the score the dicts show
+    ranked = await create_retrieve_memories_node(store, limit=5, similarity_threshold=0.0)(
+        ask("pears and apples"), cfg(user)
+    )
+    scores = [m["score"] for m in ranked["retrieved_memories"]]
+    assert len(scores) == 5 and all(s is not None for s in scores)
+    assert scores == sorted(scores, reverse=True)
     strict = create_retrieve_memories_node(store, similarity_threshold=1.0)
     assert (await strict(ask("nothing like it"), cfg(user)))["retrieved_memories"] == []
 

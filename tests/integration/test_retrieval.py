@@ -159,8 +159,9 @@ async def test_reranker_reorders_the_first_stage(store: MemoryStore, user: str) 
     )
     state = {"messages": [HumanMessage("pears in the basket")]}
     a = [m["id"] for m in (await first(state, cfg(user)))["retrieved_memories"]]
-    b = [m["id"] for m in (await reranked(state, cfg(user)))["retrieved_memories"]]
-    assert b == list(reversed(a))
+    after = (await reranked(state, cfg(user)))["retrieved_memories"]
+    assert [m["id"] for m in after] == list(reversed(a))
+    assert [m["score"] for m in after] == [4.0, 3.0, 2.0, 1.0, 0.0]  # the re-ranker's scores
 
 
 @pytest.mark.parametrize("how", ["raise", "slow", "count"])

@@ -47,21 +47,30 @@ Node = Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]]
 
 
 class RetrievedMemory(TypedDict):
-    """A memory as it goes into graph state: small, JSON-serializable."""
+    """A memory as it goes into graph state: small, JSON-serializable.
+
+    `similarity` is the cosine between the query and the memory; `score` is what the list is
+    ordered by: the cosine in semantic mode, BM25 in keyword mode, the calibrated relevance
+    (0-1) in hybrid mode, the re-ranker's score when one re-ranked, None when nothing ranked
+    (`enable_vector_search=False`).
+    """
 
     id: str
     user_message: str
     ai_response: str
     similarity: float
+    score: float | None
 
 
 def to_state_dict(memory: Memory) -> RetrievedMemory:
-    """A memory as a state-safe dict: texts cut to 500 characters, similarity to 3 decimals."""
+    """A memory as a state-safe dict: texts cut to 500 characters, similarity and score to 3
+    decimals."""
     return {
         "id": memory.id,
         "user_message": memory.user_message[:MAX_MEMORY_TEXT],
         "ai_response": memory.ai_response[:MAX_MEMORY_TEXT],
         "similarity": round(memory.similarity or 0.0, 3),
+        "score": None if memory.score is None else round(memory.score, 3),
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 import structlog
@@ -79,7 +80,8 @@ class ChatModelReranker:
 async def rerank_memories(
     reranker: Reranker, query: str, memories: list[Memory], *, timeout_s: float
 ) -> list[Memory]:
-    """Memories in the re-ranker's order (stable for ties); the input order on any failure."""
+    """Memories in the re-ranker's order (stable for ties), each with the re-ranker's score as
+    its `score`; the input (order and scores) on any failure."""
     if len(memories) < 2:
         return memories
     try:
@@ -94,4 +96,4 @@ async def rerank_memories(
         log.warning("memory.rerank.error", kind=type(exc).__name__, error=str(exc))
         return memories
     order = sorted(range(len(memories)), key=lambda i: (-float(scores[i]), i))
-    return [memories[i] for i in order]
+    return [replace(memories[i], score=float(scores[i])) for i in order]
