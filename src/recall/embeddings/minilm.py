@@ -15,7 +15,6 @@ from langchain_core.embeddings import Embeddings
 from recall.config import (
     DEFAULT_EMBEDDING_MODEL,
     EMBEDDING_BACKENDS,
-    Settings,
     default_model_cache_dir,
     force_offline_hub,
 )
@@ -26,8 +25,7 @@ __all__ = [
     "MINILM_SHA256",
     "EmbeddingBackend",
     "MiniLMEmbeddings",
-    "configured_embeddings",
-    "load_embeddings",
+    "check_backend",
 ]
 
 log = structlog.stdlib.get_logger(__name__)
@@ -51,7 +49,7 @@ EmbeddingBackend = Literal["onnx", "torch"]
 _MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
 
 
-def _check_backend(backend: str) -> EmbeddingBackend:
+def check_backend(backend: str) -> EmbeddingBackend:
     if backend in EMBEDDING_BACKENDS:
         return cast(EmbeddingBackend, backend)
     raise ConfigError(
@@ -96,7 +94,7 @@ class MiniLMEmbeddings(Embeddings):
         self._model_dir = model_dir
         self._verify = verify
         self._batch_size = batch_size
-        self._backend = _check_backend(backend)
+        self._backend = check_backend(backend)
         self._cache_dir = cache_dir or default_model_cache_dir()
         self._model: Any = None
         self._lock = threading.Lock()
@@ -196,46 +194,3 @@ class MiniLMEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """Embed one search query."""
         return self._encode([text])[0]
-
-
-def load_embeddings(
-    spec: str, *, backend: str = "onnx", cache_dir: Path | None = None
-) -> Embeddings:
-    """Build embeddings from a setting: the default model's name, or `provider:model`.
-
-    `provider:model` goes through LangChain's `init_embeddings`, so the matching integration
-    (e.g. `langchain-openai` for `openai:text-embedding-3-small`) must be installed.
-    `backend` and `cache_dir` apply to the default model only (see `MiniLMEmbeddings`).
-
-    Raises:
-        ConfigError: the spec is not the default model and cannot be resolved.
-    """
-    if spec in (DEFAULT_EMBEDDING_MODEL, f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}"):
-        return MiniLMEmbeddings(backend=_check_backend(backend), cache_dir=cache_dir)
-    if ":" not in spec:
-        raise ConfigError(
-            f"RECALL_EMBEDDING_MODEL={spec!r} is invalid: use {DEFAULT_EMBEDDING_MODEL!r} or "
-            "'provider:model' (e.g. 'openai:text-embedding-3-small')"
-        )
-    try:
-        from langchain.embeddings import (  # type: ignore[import-not-found,unused-ignore]  # optional
-            init_embeddings,
-        )
-    except ImportError as exc:
-        raise ConfigError(
-            f"RECALL_EMBEDDING_MODEL={spec!r} needs the `langchain` package and the provider's "
-            "integration package (pip install langchain langchain-<provider>)"
-        ) from exc
-    try:
-        return init_embeddings(spec)  # type: ignore[no-any-return]  # untyped factory
-    except Exception as exc:
-        raise ConfigError(f"RECALL_EMBEDDING_MODEL={spec!r} could not be loaded: {exc}") from exc
-
-
-def configured_embeddings(settings: Settings) -> Embeddings:
-    """The embeddings `settings` name (model, backend and cache directory)."""
-    return load_embeddings(
-        settings.embedding_model,
-        backend=settings.embedding_backend,
-        cache_dir=settings.model_cache_dir,
-    )

