@@ -1,32 +1,42 @@
-"""Retrieval quality on LoCoMo (dev split): recall@k per mode, the default-threshold share,
-and query latency; `--fit` refits the hybrid fusion model.
+"""Retrieval quality on LoCoMo (dev split) in three regimes (issue 20): recall@k per mode, what
+the defaults return, and query latency per mode on the same data; `--fit` refits the hybrid
+fusion model (on the full regime).
 
     python benchmarks/locomo.py [--fit] [--data ../shared/data/locomo_dev.json]
                                 [--candidates 20] [--conversations N]
+                                [--regimes full,small,repeated]
 
-Each conversation is one user; one memory per consecutive turn pair ("Speaker: text" on both
-sides, image captions included), dated by its session. Questions of categories 1-4 are asked;
-a hit is an evidence turn's memory in the top k. Writes docs/benchmarks.md (section "locomo").
+One memory per consecutive turn pair ("Speaker: text" on both sides, image captions included),
+dated by its session. Questions of categories 1-4 are asked; a hit is an evidence turn's
+memory in the top k. The regimes (benchmarks/lib/regimes.py): full, each conversation one user;
+small, per question a user holding its evidence sessions and two other sessions of the same
+conversation; repeated, each conversation plus every question asked once before and answered
+"I'm not sure." (its echo). Every text is embedded once; the searches take the precomputed
+query vectors. Writes docs/benchmarks.md (section "locomo").
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
-from lib.corpus import CATEGORIES, load
-from lib.db import fresh_database
+from lib.corpus import CATEGORIES, Corpus, load
+from lib.db import fresh_database, settle
+from lib.regimes import REGIMES, Regime, Target, Vectors, embed, targets, turn_items
 from lib.report import git_revision, machine, publish, table
 from lib.run import parser, run
-from lib.timing import percentiles
+from lib.timing import percentiles, timed_interleaved
 
 from recall.config import RetrievalMode, Settings
 from recall.db.search import keyword_rows, vector_rows
+from recall.embeddings import Vector
+from recall.memory import Memory
 from recall.search.fusion import FEATURES, Candidate, FusionModel, features
 from recall.search.keywords import keywords_from_text
 from recall.search.ranking import merge_candidates
@@ -34,17 +44,37 @@ from recall.store import MemoryStore
 
 KS = (1, 3, 5, 10)
 MODES: tuple[RetrievalMode, ...] = ("semantic", "keyword", "hybrid")
+LABELS = {"full": "full", "small": "small-user", "repeated": "repeated-question"}
 
 
 @dataclass
 class Question:
-    """A question asked of one user's memories, with the ids of its evidence's memories."""
+    """A question asked of one user's memories, its query vector and what it should find."""
 
     user: str
     text: str
     category: int
-    evidence: set[str]  # memory ids
-    vector: Any = None
+    vector: Vector
+    target: Target
+
+    @property
+    def evidence(self) -> frozenset[str]:
+        """The ids of the memories holding its evidence."""
+        return self.target.evidence
+
+
+@dataclass
+class Outcome:
+    """A regime's run: its questions and each user's number of memories stored (equal turns
+    of a user are stored once); then per mode, each question's top 10 (no threshold), its
+    results at the defaults and their times in ms."""
+
+    regime: Regime
+    questions: list[Question]
+    sizes: dict[str, int]
+    ranked: dict[str, list[list[str]]] = field(default_factory=dict)
+    defaults: dict[str, list[list[Memory]]] = field(default_factory=dict)
+    times: dict[str, list[float]] = field(default_factory=dict)
 
 
 async def candidates(
@@ -111,127 +141,231 @@ async def fit(store: MemoryStore, questions: list[Question]) -> FusionModel:
     return final
 
 
+async def store_regime(
+    store: MemoryStore, corpus: Corpus, regime: Regime, vectors: Vectors
+) -> Outcome:
+    """Store a regime's memories (precomputed vectors); its questions, not asked yet."""
+    started = time.perf_counter()
+    ids = await store.add_turns(turn_items(corpus, regime, vectors), batch_size=2000)
+    load_s = time.perf_counter() - started
+    questions = []
+    for asked, target in zip(regime.asks, targets(corpus, regime, ids), strict=True):
+        _user, text, category, _wanted = corpus.questions[asked.question]
+        vector = vectors.queries[asked.question]
+        questions.append(Question(asked.user, text, category, vector, target))
+    owner = dict(zip(ids, (item.user for item in regime.items), strict=True))  # one per memory
+    sizes = Counter(owner.values())
+    print(f"{regime.name}: {len(owner)} memories of {len(sizes)} users stored in {load_s:.1f} s")
+    return Outcome(regime, questions, dict(sizes))
+
+
+async def ask(store: MemoryStore, questions: list[Question]) -> dict[str, list[list[str]]]:
+    """Each mode's top 10 per question, without a threshold (the modes in turn per question)."""
+    ranked: dict[str, list[list[str]]] = {m: [] for m in MODES}
+    for q in questions:
+        for mode in MODES:
+            found = await store.search(
+                q.user, q.text, limit=10, similarity_threshold=0.0, mode=mode, query_vector=q.vector
+            )
+            ranked[mode].append([m.id for m in found])
+    return ranked
+
+
+async def ask_defaults(
+    store: MemoryStore, questions: list[Question]
+) -> dict[RetrievalMode, tuple[list[float], list[Any]]]:
+    """What `store.search(user, text, mode=mode)` returns per question (Settings' limit and
+    threshold), the query vector given, timed: the modes take turns in blocks of questions."""
+    calls = {
+        mode: [partial(store.search, q.user, q.text, mode=mode, query_vector=q.vector)
+               for q in questions]
+        for mode in MODES
+    }  # fmt: skip
+    return await timed_interleaved(calls)
+
+
+def pct(values: list[bool] | list[int]) -> str:
+    """The share of true values, in % with one decimal."""
+    return f"{100 * sum(values) / max(len(values), 1):.1f}"
+
+
+def at_defaults(questions: list[Question], results: list[list[Memory]]) -> list[str]:
+    """Evidence reached %, memories returned (mean), % of the returned from sessions without
+    evidence, % of the questions whose first result is their own echo, or any echo ("-"
+    without echoes)."""
+    reached, own, any_echo = [], [], []
+    returned = outside = 0
+    for q, found in zip(questions, results, strict=True):
+        ids = [m.id for m in found]
+        reached.append(bool(set(ids) & q.evidence))
+        returned += len(ids)
+        outside += sum(i in q.target.outside for i in ids)
+        own.append(bool(ids) and ids[0] == q.target.echo)
+        any_echo.append(bool(ids) and ids[0] in q.target.echoes)
+    echoes = any(q.target.echoes for q in questions)
+    return [
+        pct(reached),
+        f"{returned / max(len(results), 1):.2f}",
+        f"{100 * outside / max(returned, 1):.1f}",
+        pct(own) if echoes else "-",
+        pct(any_echo) if echoes else "-",
+    ]
+
+
+def recall_rows(out: Outcome, mode: str) -> tuple[list[str], list[str]]:
+    """A mode's any@k and all@k (top 10 without a threshold), and its any@5 per category."""
+    hits: dict[str, list[bool]] = defaultdict(list)
+    for q, ranked in zip(out.questions, out.ranked[mode], strict=True):
+        for k in KS:
+            top = set(ranked[:k])
+            hits[f"any@{k}"].append(bool(top & q.evidence))
+            hits[f"all@{k}"].append(q.evidence <= top)
+        hits[f"c{q.category}"].append(bool(set(ranked[:5]) & q.evidence))
+    return (
+        [pct(hits[f"{which}@{k}"]) for which in ("any", "all") for k in KS],
+        [pct(hits[f"c{c}"]) for c in CATEGORIES],
+    )
+
+
+def report(outcomes: list[Outcome], fusion: FusionModel, command: str, revision: str) -> str:
+    """The section of docs/benchmarks.md."""
+    recall, per_cat, defaults, latency = [], [], [], []
+    for out in outcomes:
+        label = LABELS[out.regime.name]
+        for mode in MODES:
+            at_k, by_category = recall_rows(out, mode)
+            recall.append([label, mode, *at_k])
+            per_cat.append([label, mode, *by_category])
+            defaults.append([label, mode, *at_defaults(out.questions, out.defaults[mode])])
+        p = {m: percentiles(out.times[m], [50, 95]) for m in MODES}
+        (base50, base95) = p["semantic"]
+        latency += [
+            [label, m, f"{p50:.2f}", f"{p95:.2f}", f"{p50 / base50:.2f}", f"{p95 / base95:.2f}"]
+            for m, (p50, p95) in p.items()
+        ]
+    first = outcomes[0].questions
+    counts = {c: sum(q.category == c for q in first) for c in CATEGORIES}
+    regimes = "\n".join(f"- {LABELS[o.regime.name]}: {describe(o)}" for o in outcomes)
+    recall_table = table(
+        ["regime", "mode"] + [f"{which}@{k}" for which in ("any", "all") for k in KS], recall
+    )
+    category_table = table(
+        ["regime", "mode"] + [f"{name} (n={counts[c]})" for c, name in CATEGORIES.items()],
+        per_cat,
+    )
+    defaults_table = table(
+        ["regime", "mode", "evidence reached %", "memories returned (mean)", "other sessions %",
+         "own echo first %", "any echo first %"],
+        defaults,
+    )  # fmt: skip
+    latency_table = table(
+        ["regime", "mode", "p50 ms", "p95 ms", "p50 ratio to semantic", "p95 ratio to semantic"],
+        latency,
+    )
+    return f"""## Retrieval quality on LoCoMo (dev split)
+
+`{command}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}.
+{len(first)} questions (categories 1-4), one memory per turn pair, all-MiniLM-L6-v2,
+fusion model {fusion}.
+Each regime asks every question once, of its own users (benchmarks/lib/regimes.py):
+
+{regimes}
+
+Recall in % (evidence in the top k; limit 10, no threshold):
+
+{recall_table}
+
+Per category, any@5:
+
+{category_table}
+
+At the defaults: what `store.search(user, text, mode=mode)` returns (limit 3, threshold 0.5;
+hybrid is the default mode; the threshold applies in hybrid mode to the calibrated relevance,
+in semantic mode to the cosine, in keyword mode not at all). "Other sessions" is the share of
+the returned memories from sessions without evidence (echoes included); "echo first" the share
+of the questions whose first result is their own echo, or any echo:
+
+{defaults_table}
+
+Store query latency at the defaults (precomputed query vector: database and fusion only; the
+modes take turns in blocks of 25 questions, same run):
+
+{latency_table}
+"""
+
+
+def describe(out: Outcome) -> str:
+    """One line on a regime's users and their memories."""
+    sizes = list(out.sizes.values())
+    line = (
+        f"{len(sizes)} users, {sum(sizes)} memories ({min(sizes)} to {max(sizes)} a user, "
+        f"mean {statistics.mean(sizes):.0f})"
+    )
+    echoes = len({m for t in (q.target for q in out.questions) for m in t.echoes})
+    if out.regime.name == "small":
+        line += (
+            ": each holds a question's evidence sessions and two other sessions of its "
+            "conversation (seeded), shared by the questions that come to the same sessions"
+        )
+    if echoes:
+        line += (
+            f", {echoes} of them echoes: one per question (a question asked twice in a "
+            f'conversation is stored once), the question and "I\'m not sure.", dated a day '
+            "after the conversation's last session"
+        )
+    return line
+
+
 async def main() -> None:
-    """Load the conversations, ask every question in every mode; print and write."""
+    """Load the regimes' users, ask every question in every mode; print and write."""
     options = parser(__doc__, data=True)
     options.add_argument("--fit", action="store_true", help="refit the fusion model first")
     options.add_argument("--candidates", type=int, default=None, help="hybrid candidates per side")
     options.add_argument(
         "--conversations", type=int, default=None, help="the first N conversations only"
     )
+    options.add_argument(
+        "--regimes", default=",".join(REGIMES), help="comma-separated, of: " + ", ".join(REGIMES)
+    )
     args = options.parse_args()
+    names = args.regimes.split(",")
+    if not names or set(names) - set(REGIMES):
+        raise SystemExit(f"--regimes takes some of {', '.join(REGIMES)}, not {args.regimes}")
+    if args.fit and "full" not in names:
+        raise SystemExit("--fit fits on the full regime: include it in --regimes")
     revision = git_revision()
     corpus = load(args.data, args.conversations)
+    regimes = [REGIMES[name](corpus) for name in names]
     url = await fresh_database("recall_bench_locomo")
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     if args.candidates:
         settings = settings.replace(hybrid_candidates=args.candidates)
     async with MemoryStore.connect(settings) as store:
         started = time.perf_counter()
-        ids = await store.add_turns(corpus.turns, batch_size=500)
-        load_s = time.perf_counter() - started
-        questions = [
-            Question(user, text, cat, {ids[i] for i in wanted})
-            for user, text, cat, wanted in corpus.questions
-        ]
-        for q in questions:  # embedded as search embeds a query
-            q.vector = await store.embedder.embed_query(q.text)
+        vectors = await embed(store, corpus, echoes="repeated" in names)
         print(
-            f"{len(corpus.turns)} memories for {len({t['user_id'] for t in corpus.turns})} "
-            f"users loaded in {load_s:.1f} s; {len(questions)} questions "
-            f"({corpus.skipped_questions} without usable evidence, "
-            f"{corpus.skipped_evidence} evidence entries skipped)"
+            f"{len(corpus.turns)} turn pairs and {len(corpus.questions)} questions "
+            f"({corpus.skipped_questions} without usable evidence, {corpus.skipped_evidence} "
+            f"evidence entries skipped) embedded in {time.perf_counter() - started:.1f} s"
         )
+        outcomes = [await store_regime(store, corpus, regime, vectors) for regime in regimes]
+        await settle(url)
         if args.fit:
-            store.fusion = await fit(store, questions)
+            store.fusion = await fit(store, outcomes[names.index("full")].questions)
+        for out in outcomes:
+            out.ranked = await ask(store, out.questions)  # also warms each user's pages and plan
+            for mode, (times, results) in (await ask_defaults(store, out.questions)).items():
+                out.times[mode], out.defaults[mode] = times, results
+            print(f"{out.regime.name}: {len(out.questions)} questions asked")
+        fusion = store.fusion
 
-        hits: dict[str, dict[str, list[int]]] = {m: defaultdict(list) for m in MODES}
-        latency: dict[str, list[float]] = {m: [] for m in MODES}
-        for q in questions:
-            for mode in MODES:
-                t0 = time.perf_counter()
-                found = await store.search(
-                    q.user,
-                    q.text,
-                    limit=10,
-                    similarity_threshold=0.0,
-                    mode=mode,
-                    query_vector=q.vector,
-                )
-                latency[mode].append((time.perf_counter() - t0) * 1000)
-                ranked = [m.id for m in found]
-                for k in KS:
-                    top = set(ranked[:k])
-                    hits[mode][f"any@{k}"].append(bool(top & q.evidence))
-                    hits[mode][f"all@{k}"].append(q.evidence <= top)
-                    hits[mode][f"any@{k}/c{q.category}"].append(bool(top & q.evidence))
-        survive: dict[RetrievalMode, list[bool]] = {"semantic": [], "hybrid": []}
-        returned: dict[RetrievalMode, list[int]] = {"semantic": [], "hybrid": []}
-        for q in questions:
-            for mode in survive:
-                found = await store.search(q.user, q.text, mode=mode, query_vector=q.vector)
-                survive[mode].append(bool({m.id for m in found} & q.evidence))
-                returned[mode].append(len(found))
-
-    def pct(values: list[int] | list[bool]) -> str:
-        return f"{100 * sum(values) / max(len(values), 1):.1f}"
-
-    rows = [
-        [mode]
-        + [pct(hits[mode][f"any@{k}"]) for k in KS]
-        + [pct(hits[mode][f"all@{k}"]) for k in KS]
-        for mode in MODES
-    ]
-    overall = table(["mode"] + [f"any@{k}" for k in KS] + [f"all@{k}" for k in KS], rows)
-    per_cat = table(
-        ["mode"]
-        + [
-            f"{name} any@5 (n={len(hits['semantic'][f'any@5/c{c}'])})"
-            for c, name in CATEGORIES.items()
-        ],
-        [[mode] + [pct(hits[mode][f"any@5/c{c}"]) for c in CATEGORIES] for mode in MODES],
-    )
-    defaults = table(
-        [
-            "mode (limit 3, threshold 0.5)",
-            "evidence reaches the agent %",
-            "memories returned (mean)",
-        ],
-        [[m, pct(survive[m]), f"{statistics.mean(returned[m]):.2f}"] for m in survive],
-    )
-    p = {m: percentiles(latency[m], [50, 95]) for m in MODES}
-    lat = table(
-        ["mode", "p50 ms", "p95 ms", "ratio p50 to semantic"],
-        [[m, f"{p50:.2f}", f"{p95:.2f}", f"{p50 / p['semantic'][0]:.2f}"]
-         for m, (p50, p95) in p.items()],
-    )  # fmt: skip
     given = [("--fit", args.fit), ("--candidates", args.candidates),
-             ("--conversations", args.conversations)]  # fmt: skip
+             ("--conversations", args.conversations),
+             ("--regimes", args.regimes if names != list(REGIMES) else None)]  # fmt: skip
     command = " ".join(["python benchmarks/locomo.py"] + [
         name if value is True else f"{name} {value}" for name, value in given if value
     ])  # fmt: skip
-    body = f"""## Retrieval quality on LoCoMo (dev split)
-
-`{command}` on {machine()}, commit {revision},
-{datetime.now():%Y-%m-%d}. {len(questions)} questions (categories 1-4), one memory per turn pair,
-all-MiniLM-L6-v2, fusion model {store.fusion}. Recall in % (evidence in the top k).
-
-{overall}
-
-Per category, any@5:
-
-{per_cat}
-
-With the defaults (limit 3, threshold 0.5; in hybrid mode the threshold applies to the
-calibrated relevance, in semantic mode to the cosine):
-
-{defaults}
-
-Store query latency (precomputed query vector: database and fusion only, same run):
-
-{lat}
-"""
-    publish("locomo", body, write=not args.no_write)
+    publish("locomo", report(outcomes, fusion, command, revision), write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ class Corpus:
     conversation is one user), and its questions of categories 1-4."""
 
     turns: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[int] = field(default_factory=list)
+    """the session number of each turn pair (N of `session_N`)"""
     dia_to_turn: dict[tuple[str, str], int] = field(default_factory=dict)
     questions: list[tuple[str, str, int, set[int]]] = field(default_factory=list)
     """(user, question, category, indexes in `turns` of the evidence's pairs)"""
@@ -70,6 +72,7 @@ def load(path: Path = LOCOMO, conversations: int | None = None) -> Corpus:
                         "metadata": {"dia_ids": [turns[a]["dia_id"], turns[b]["dia_id"]]},
                     }
                 )
+                corpus.sessions.append(n)
                 for t in (turns[a], turns[b]):
                     corpus.dia_to_turn.setdefault((user, t["dia_id"]), index)
         for qa in sample["qa"]:

@@ -11,9 +11,14 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
+
+if TYPE_CHECKING:
+    from lib.corpus import Corpus
+    from lib.regimes import Regime
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
@@ -256,3 +261,236 @@ def test_exact_top_is_the_users_nearest_memories() -> None:
     assert exact_top(data, "u", q, k=5) == {f"m{i}" for i in np.argsort(-cosines)[:5]}
     ((user, query),) = queries_for(data, ["u"], 1, rng)
     assert user == "u" and np.linalg.norm(query) == pytest.approx(1.0, abs=1e-6)
+
+
+def _conversation(
+    name: str, sessions: int, questions: list[tuple[str, list[str], int]]
+) -> dict[str, Any]:
+    """A LoCoMo-shaped sample: `sessions` sessions of 4 turns (2 pairs), a day apart."""
+    conversation: dict[str, object] = {"speaker_a": "Ann", "speaker_b": "Bob"}
+    for n in range(1, sessions + 1):
+        conversation[f"session_{n}_date_time"] = f"1:56 pm on {n} May, 2023"
+        conversation[f"session_{n}"] = [
+            {"speaker": ("Ann", "Bob")[t % 2], "dia_id": f"D{n}:{t + 1}",
+             "text": f"{name} session {n} turn {t + 1}"}
+            for t in range(4)
+        ]  # fmt: skip
+    qa = [{"question": q, "answer": "a", "evidence": ev, "category": cat}
+          for q, ev, cat in questions]  # fmt: skip
+    return {"sample_id": name, "conversation": conversation, "qa": qa}
+
+
+@pytest.fixture
+def corpus_file(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo.json"
+    first = _conversation(
+        "conv-a",
+        6,
+        [
+            ("Where did Ann go?", ["D2:1"], 4),
+            ("Who came along?", ["D2:3", "D4:2"], 1),
+            ("When was it?", ["D2:2"], 2),  # the same evidence session as the first
+            ("What was unanswerable?", [], 5),  # category 5: not asked
+            ("Where did Ann go?", ["D5:4"], 4),  # asked twice in the file
+        ],
+    )
+    second = _conversation("conv-b", 5, [("What did Bob say?", ["D1:1; D3:4"], 4)])
+    path.write_text(json.dumps([first, second]))
+    return path
+
+
+def test_load_gives_each_pair_its_session(corpus_file: Path) -> None:
+    from lib.corpus import load
+
+    corpus = load(corpus_file)
+    assert len(corpus.turns) == len(corpus.sessions) == 2 * (6 + 5)
+    assert corpus.sessions[:4] == [1, 1, 2, 2]
+    for turn, session in zip(corpus.turns, corpus.sessions, strict=True):
+        assert turn["conversation_id"] == f"{turn['user_id']}-session-{session}"
+    assert [q[1] for q in corpus.questions] == [
+        "Where did Ann go?", "Who came along?", "When was it?", "Where did Ann go?",
+        "What did Bob say?",
+    ]  # fmt: skip
+
+
+def test_full_regime_is_one_user_per_conversation_with_every_pair(corpus_file: Path) -> None:
+    from lib.corpus import load
+    from lib.regimes import full
+
+    corpus = load(corpus_file)
+    regime = full(corpus)
+    assert regime.users() == ["conv-a", "conv-b"]
+    assert [item.pair for item in regime.items] == list(range(len(corpus.turns)))
+    assert all(item.user == corpus.turns[item.pair or 0]["user_id"] for item in regime.items)
+    assert [(a.question, a.user) for a in regime.asks] == [
+        (0, "conv-a"), (1, "conv-a"), (2, "conv-a"), (3, "conv-a"), (4, "conv-b"),
+    ]  # fmt: skip
+
+
+def _held_sessions(corpus: Corpus, regime: Regime, user: str) -> dict[int, list[int]]:
+    held: dict[int, list[int]] = {}
+    for item in regime.items:
+        if item.user == user:
+            assert item.pair is not None and item.echo is None
+            held.setdefault(corpus.sessions[item.pair], []).append(item.pair)
+    return held
+
+
+def test_a_small_user_holds_the_evidence_sessions_and_exactly_two_others(
+    corpus_file: Path,
+) -> None:
+    from lib.corpus import load
+    from lib.regimes import evidence_sessions, small_users
+
+    corpus = load(corpus_file)
+    regime = small_users(corpus)
+    assert len(regime.asks) == len(corpus.questions)
+    for ask in regime.asks:
+        conv = corpus.questions[ask.question][0]
+        held = _held_sessions(corpus, regime, ask.user)
+        evidence = evidence_sessions(corpus, ask.question)
+        assert evidence <= set(held)
+        assert len(set(held) - evidence) == 2
+        assert ask.user == f"{conv}-small-" + "-".join(str(s) for s in sorted(held))
+        for session, pairs in held.items():  # whole sessions of the question's conversation
+            assert pairs == [i for i, t in enumerate(corpus.turns)
+                             if t["user_id"] == conv and corpus.sessions[i] == session]  # fmt: skip
+    users = [ask.user for ask in regime.asks]
+    assert users[0] == users[2]  # the same evidence sessions: one user
+    assert len(regime.users()) == len(set(users))
+    assert evidence_sessions(corpus, 4) == {1, 3}  # two ids in one evidence entry
+
+
+def test_small_users_are_picked_the_same_whatever_else_is_loaded(corpus_file: Path) -> None:
+    from lib.corpus import load
+    from lib.regimes import small_users
+
+    both = small_users(load(corpus_file))
+    alone = small_users(load(corpus_file, conversations=1))
+    assert small_users(load(corpus_file)) == both
+    assert [a.user for a in alone.asks] == [a.user for a in both.asks][:4]
+    other_seed = small_users(load(corpus_file), seed=21)
+    assert [a.user for a in other_seed.asks] != [a.user for a in both.asks]
+
+
+def test_a_conversation_with_few_sessions_gives_its_small_users_all_there_are(
+    tmp_path: Path,
+) -> None:
+    from lib.corpus import load
+    from lib.regimes import small_users
+
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps([_conversation("conv-c", 2, [("Q?", ["D1:1"], 4)])]))
+    corpus = load(path)
+    (ask,) = small_users(corpus).asks
+    assert ask.user == "conv-c-small-1-2"
+
+
+def test_the_repeated_regime_stores_one_echo_per_question_after_the_last_session(
+    corpus_file: Path,
+) -> None:
+    from lib.corpus import load
+    from lib.regimes import ECHO_REPLY, Vectors, repeated, turn_items
+
+    corpus = load(corpus_file)
+    regime = repeated(corpus)
+    assert regime.users() == ["conv-a-repeated", "conv-b-repeated"]
+    echoes = [item for item in regime.items if item.echo is not None]
+    assert sorted(item.echo for item in echoes if item.echo is not None) == list(
+        range(len(corpus.questions))
+    )
+    for item in echoes:
+        assert item.user == corpus.questions[item.echo or 0][0] + "-repeated"
+    pairs = [item.pair for item in regime.items if item.pair is not None]
+    assert pairs == list(range(len(corpus.turns)))  # every pair, once
+    assert [(a.question, a.user) for a in regime.asks] == [
+        (q, f"{user}-repeated") for q, (user, *_rest) in enumerate(corpus.questions)
+    ]
+
+    size = len(corpus.turns)
+    vectors = Vectors(
+        pairs=[np.full(3, i, dtype=np.float32) for i in range(size)],
+        echoes=[np.full(3, -q, dtype=np.float32) for q in range(len(corpus.questions))],
+        queries=[],
+    )
+    items = list(turn_items(corpus, regime, vectors))
+    assert len(items) == size + len(corpus.questions)
+    stored = [t for t in items if t["ai_response"] == ECHO_REPLY]
+    assert [(t["user_id"], t["user_message"]) for t in stored] == [
+        ("conv-a-repeated", "Where did Ann go?"),
+        ("conv-a-repeated", "Who came along?"),
+        ("conv-a-repeated", "When was it?"),
+        ("conv-a-repeated", "Where did Ann go?"),
+        ("conv-b-repeated", "What did Bob say?"),
+    ]
+    assert [float(t["embedding"][0]) for t in stored] == [0, -1, -2, -3, -4]
+    for t in stored:
+        conv = t["user_id"].removesuffix("-repeated")
+        last = max(p["created_at"] for p in corpus.turns if p["user_id"] == conv)
+        assert t["created_at"] > last
+        assert t["conversation_id"] == f"{conv}-asked-before"
+    dates = [t["created_at"] for t in stored[:4]]
+    assert dates == sorted(dates) and len(set(dates)) == 4
+    first = items[0]
+    assert first["user_id"] == "conv-a-repeated" and float(first["embedding"][0]) == 0
+    assert first["user_message"] == corpus.turns[0]["user_message"]
+
+
+def test_turn_items_refuse_an_echo_without_vectors(corpus_file: Path) -> None:
+    from lib.corpus import load
+    from lib.regimes import Vectors, repeated, turn_items
+
+    corpus = load(corpus_file)
+    vectors = Vectors([np.zeros(3, dtype=np.float32)] * len(corpus.turns), None, [])
+    with pytest.raises(ValueError, match="neither a pair nor an echo"):
+        list(turn_items(corpus, repeated(corpus), vectors))
+
+
+def test_targets_name_the_evidence_the_other_sessions_and_the_echoes(corpus_file: Path) -> None:
+    from lib.corpus import load
+    from lib.regimes import repeated, small_users, targets
+
+    corpus = load(corpus_file)
+    regime = repeated(corpus)
+    ids = [f"m{n}" for n in range(len(regime.items))]
+    twice = [n for n, item in enumerate(regime.items) if item.echo in (0, 3)]
+    ids[twice[1]] = ids[twice[0]]  # asked twice, stored once: add_turns gives the id again
+    found = targets(corpus, regime, ids)
+    by_item = dict(zip(regime.items, ids, strict=True))
+    pair_id = {item.pair: m for item, m in by_item.items() if item.pair is not None}
+    echo_id = {item.echo: m for item, m in by_item.items() if item.echo is not None}
+
+    who = found[1]  # "Who came along?": D2:3 and D4:2, in sessions 2 and 4
+    assert who.evidence == {pair_id[corpus.dia_to_turn[("conv-a", d)]] for d in ("D2:3", "D4:2")}
+    a_pairs = [i for i, t in enumerate(corpus.turns) if t["user_id"] == "conv-a"]
+    assert who.outside == (
+        {pair_id[i] for i in a_pairs if corpus.sessions[i] not in (2, 4)}
+        | {echo_id[q] for q in range(4)}
+    )
+    assert who.echo == echo_id[1]
+    assert who.echoes == {echo_id[q] for q in range(4)}
+    assert found[3].echo == found[0].echo == echo_id[0] and len(who.echoes) == 3
+    assert found[4].echo == echo_id[4] and found[4].echoes == {echo_id[4]}
+    assert not who.evidence & who.outside
+
+    small = small_users(corpus)
+    (first, *_rest) = targets(corpus, small, [f"s{n}" for n in range(len(small.items))])
+    assert first.echo is None and first.echoes == frozenset()
+    assert len(first.evidence) == 1 and len(first.outside) == 2 * 2  # two sessions of 2 pairs
+
+
+def test_on_locomo_every_small_user_holds_exactly_two_sessions_without_evidence() -> None:
+    from lib.corpus import LOCOMO, load
+    from lib.regimes import evidence_sessions, small_users
+
+    if not LOCOMO.exists():
+        pytest.skip(f"no LoCoMo dev file at {LOCOMO}")
+    corpus = load()
+    regime = small_users(corpus)
+    held: dict[str, set[int]] = {}
+    for item in regime.items:
+        held.setdefault(item.user, set()).add(corpus.sessions[item.pair or 0])
+    for ask in regime.asks:
+        evidence = evidence_sessions(corpus, ask.question)
+        assert evidence <= held[ask.user] and len(held[ask.user] - evidence) == 2
+    assert len(regime.asks) == 760
