@@ -33,7 +33,7 @@ from lib.report import git_revision, machine, publish, table
 from lib.run import parser, run
 from lib.timing import percentiles, timed_interleaved
 
-from recall.config import RetrievalMode, Settings
+from recall.config import DEFAULT_EMBEDDING_MODEL, RetrievalMode, Settings
 from recall.db.search import keyword_rows, vector_rows
 from recall.embeddings import Vector
 from recall.memory import Memory
@@ -227,7 +227,9 @@ def recall_rows(out: Outcome, mode: str) -> tuple[list[str], list[str]]:
     )
 
 
-def report(outcomes: list[Outcome], fusion: FusionModel, command: str, revision: str) -> str:
+def report(
+    outcomes: list[Outcome], fusion: FusionModel, command: str, revision: str, model: str
+) -> str:
     """The section of docs/benchmarks.md."""
     recall, per_cat, defaults, latency = [], [], [], []
     for out in outcomes:
@@ -265,7 +267,7 @@ def report(outcomes: list[Outcome], fusion: FusionModel, command: str, revision:
     return f"""## Retrieval quality on LoCoMo (dev split)
 
 `{command}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}.
-{len(first)} questions (categories 1-4), one memory per turn pair, all-MiniLM-L6-v2,
+{len(first)} questions (categories 1-4), one memory per turn pair, {model},
 fusion model {fusion}.
 Each regime asks every question once, of its own users (benchmarks/lib/regimes.py):
 
@@ -327,6 +329,9 @@ async def main() -> None:
     options.add_argument(
         "--regimes", default=",".join(REGIMES), help="comma-separated, of: " + ", ".join(REGIMES)
     )
+    options.add_argument(
+        "--model", default=DEFAULT_EMBEDDING_MODEL, help="RECALL_EMBEDDING_MODEL for the store"
+    )
     args = options.parse_args()
     names = args.regimes.split(",")
     if not names or set(names) - set(REGIMES):
@@ -337,7 +342,7 @@ async def main() -> None:
     corpus = load(args.data, args.conversations)
     regimes = [REGIMES[name](corpus) for name in names]
     url = await fresh_database("recall_bench_locomo")
-    settings = Settings(database_url=url, embedding_cache_ttl=0)
+    settings = Settings(database_url=url, embedding_cache_ttl=0, embedding_model=args.model)
     if args.candidates:
         settings = settings.replace(hybrid_candidates=args.candidates)
     async with MemoryStore.connect(settings) as store:
@@ -359,13 +364,16 @@ async def main() -> None:
             print(f"{out.regime.name}: {len(out.questions)} questions asked")
         fusion = store.fusion
 
+    model = None if args.model == DEFAULT_EMBEDDING_MODEL else args.model
     given = [("--fit", args.fit), ("--candidates", args.candidates),
              ("--conversations", args.conversations),
-             ("--regimes", args.regimes if names != list(REGIMES) else None)]  # fmt: skip
+             ("--regimes", args.regimes if names != list(REGIMES) else None),
+             ("--model", model)]  # fmt: skip
     command = " ".join(["python benchmarks/locomo.py"] + [
         name if value is True else f"{name} {value}" for name, value in given if value
     ])  # fmt: skip
-    publish("locomo", report(outcomes, fusion, command, revision), write=not args.no_write)
+    body = report(outcomes, fusion, command, revision, args.model)
+    publish("locomo", body, write=not args.no_write)
 
 
 if __name__ == "__main__":
