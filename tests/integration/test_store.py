@@ -213,7 +213,12 @@ async def test_a_failed_batch_written_beside_another_leaves_whole_batches(
     ]
     write = store._write_batch
 
-    async def failing(batch: list, vectors: list, clock: datetime, first: int) -> list[str]:  # type: ignore[type-arg]
+    async def failing(
+        batch: list,  # type: ignore[type-arg]
+        vectors: list,  # type: ignore[type-arg]
+        clock: datetime,
+        first: int,
+    ) -> tuple[list[str], int]:
         if first == 200:
             raise StoreError("add_turns failed: injected")
         return await write(batch, vectors, clock, first)

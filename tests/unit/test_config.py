@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from recall.config import Settings
+from recall.config import Settings, default_data_home
 from recall.errors import ConfigError
 
 
@@ -13,7 +13,7 @@ def test_defaults_are_the_seeds() -> None:
     assert (s.min_message_length, s.max_message_length) == (5, 2000)
     assert s.filter_system_messages and s.filter_error_responses
     assert (s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search) == (16, 200, 100)
-    assert s.data_dir == Path(".recall/pgdata")
+    assert s.data_dir == default_data_home() / "pgdata"  # per user (decision 0016)
     assert s.embedding_model == "all-MiniLM-L6-v2"
 
 
@@ -73,3 +73,14 @@ def test_settings_are_frozen() -> None:
     with pytest.raises(AttributeError):
         s.max_memories = 5  # type: ignore[misc]
     assert s.replace(max_memories=5).max_memories == 5
+
+
+def test_the_data_live_in_one_folder_per_user_whatever_the_current_one() -> None:
+    s = Settings.from_env({"XDG_DATA_HOME": "/srv/data"})
+    assert s.data_dir == Path("/srv/data/recall/pgdata")
+    assert s.queue_path == Path("/srv/data/recall/outbox.sqlite3")
+    home = Settings.from_env({"HOME": "/home/ana"})
+    assert home.data_dir == Path("/home/ana/.local/share/recall/pgdata")
+    assert default_data_home({"HOME": "/home/ana"}) == Path("/home/ana/.local/share/recall")
+    assert Settings.from_env({"RECALL_DATA_DIR": "here/pg"}).data_dir == Path("here/pg")
+    assert Settings().data_dir.is_absolute() and Settings().queue_path.is_absolute()

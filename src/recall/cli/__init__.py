@@ -1,14 +1,18 @@
 """The `recall` command. Top floor: may import anything below; nothing in `recall` imports it.
 
-One module per topic (`database`, `memories`, `maintenance`, `chat`), each with its own Typer
-app merged here; what they share (settings, store, errors, output) is in `common`.
+One module per topic (`database`, `memories`, `importing`, `maintenance`, `chat`), each with
+its own Typer app merged here; what they share (settings, store, errors, output) is in
+`common`.
 """
 
 from __future__ import annotations
 
+from importlib import metadata
+from typing import Annotated
+
 import typer
 
-from recall.cli import chat, database, maintenance, memories
+from recall.cli import chat, database, importing, maintenance, memories
 from recall.cli.common import settings_of
 from recall.logs import configure_logging
 
@@ -20,12 +24,24 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for topic in (database.app, memories.app, maintenance.app, chat.app):
+for topic in (database.app, memories.app, importing.app, maintenance.app, chat.app):
     app.add_typer(topic)
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"recall {metadata.version('langgraph-recall')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _setup(ctx: typer.Context) -> None:
+def _setup(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
     settings = settings_of(ctx)  # read once here, for every command of this invocation
     # the CLI's own output is its answer: log warnings and errors only, unless asked for more
     configure_logging(level=settings.log_level or "WARNING")

@@ -25,6 +25,8 @@ __all__ = ["app"]
 
 app = typer.Typer()
 
+DEMO_USERS = ("demo-alice", "demo-bob")  # never a real user's id: the tour erases them
+
 
 @app.command()
 def chat(
@@ -40,7 +42,7 @@ def chat(
     Uses RECALL_CHAT_MODEL when set, else the offline responder. End with Ctrl-D or /quit."""
     settings = settings_of(ctx)
     how = retrieval(settings, limit, threshold, mode)
-    with_store(settings, lambda store: _converse(store, settings, how, user, thread))
+    with_store(settings, lambda store: _converse(store, settings, how, user, thread), create=True)
 
 
 async def _converse(
@@ -101,15 +103,22 @@ async def _converse(
 
 @app.command()
 def demo(ctx: typer.Context) -> None:
-    """A short tour: store two users' memories and search them (uses the real model)."""
+    """A short tour: store two demo users' memories, search them, erase them (uses the real
+    model; the users are `demo-alice` and `demo-bob`, never your own)."""
+
+    alice, bob = DEMO_USERS
 
     async def work(store: MemoryStore) -> None:
-        await store.add_turn("alice", "I adopted a dog named Max", "Max is a lovely name!")
-        await store.add_turn("alice", "I work as a nurse in Lyon", "That sounds demanding.")
-        await store.add_turn("bob", "My cat is called Luna", "Luna is a pretty name.")
-        for user in ("alice", "bob"):
-            hits = await store.search(user, "What is my dog's name?")
-            typer.echo(f"\n{user} asks: What is my dog's name?")
-            print_memories(hits, as_json=False)
+        try:
+            await store.add_turn(alice, "I adopted a dog named Max", "Max is a lovely name!")
+            await store.add_turn(alice, "I work as a nurse in Lyon", "That sounds demanding.")
+            await store.add_turn(bob, "My cat is called Luna", "Luna is a pretty name.")
+            for user in DEMO_USERS:
+                hits = await store.search(user, "What is my dog's name?")
+                typer.echo(f"\n{user} asks: What is my dog's name?")
+                print_memories(hits, as_json=False)
+        finally:  # the tour leaves nothing behind
+            for user in DEMO_USERS:
+                await store.forget_user(user)
 
-    with_store(settings_of(ctx), work)
+    with_store(settings_of(ctx), work, create=True)

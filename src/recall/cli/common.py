@@ -17,6 +17,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
 from recall.config import Settings
+from recall.db.embedded import EmbeddedServer
 from recall.db.migrate import apply_migrations
 from recall.db.pool import connect_once, locate_database
 from recall.embeddings import MiniLMEmbeddings, configured_embeddings
@@ -34,10 +35,13 @@ __all__ = [
     "UserOpt",
     "admin_connection",
     "check_mode",
+    "database_location",
     "fail",
     "limit_option",
+    "plural",
     "prepare_model",
     "print_memories",
+    "require_database",
     "retrieval",
     "run",
     "settings_of",
@@ -78,11 +82,38 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
         fail(str(exc))
 
 
-def with_store(settings: Settings, work: Callable[[MemoryStore], Awaitable[T]]) -> T:
+def database_location(settings: Settings) -> str:
+    """Where the commands' database is, in words: the URL's server, or the embedded one's
+    data folder."""
+    if settings.database_url:
+        return "the server of RECALL_DATABASE_URL"
+    return f"the embedded server in {EmbeddedServer(settings.data_dir).path}"
+
+
+def require_database(settings: Settings) -> None:
+    """End the command if there is no database to read: no URL and no embedded server's data
+    folder. A reading or erasing command must not create an empty database and report it
+    (a user would think their memories gone)."""
+    if settings.database_url:
+        return
+    server = EmbeddedServer(settings.data_dir)
+    if not server.status().initialized:
+        fail(
+            f"no database in {server.path}: start one with `recall db start`, or point "
+            "RECALL_DATA_DIR (or RECALL_DATABASE_URL) at yours"
+        )
+
+
+def with_store(
+    settings: Settings, work: Callable[[MemoryStore], Awaitable[T]], *, create: bool = False
+) -> T:
     """Open the store `settings` name (migrated, model checked), run `work` on it, close it.
 
-    Errors end the command as in `run`.
+    Unless `create` (commands that write), a missing embedded database ends the command with
+    one line instead of creating an empty one. Errors end the command as in `run`.
     """
+    if not create:
+        require_database(settings)
 
     async def go() -> T:
         async with MemoryStore.connect(settings) as store:
@@ -197,6 +228,11 @@ def retrieval(
         # a given mode passed `check_mode`; the setting's was checked by Settings
         mode=settings.retrieval_mode if mode is None else cast(Mode, mode),
     )
+
+
+def plural(count: int, singular: str, many: str | None = None) -> str:
+    """`1 memory`, `2 memories`, `0 turns`."""
+    return f"{count:,} {singular if count == 1 else (many or singular + 's')}"
 
 
 def _memory_json(m: Memory) -> dict[str, Any]:

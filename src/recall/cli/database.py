@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from recall.cli.common import admin_connection, prepare_model, run, settings_of
+from recall.cli.common import (
+    admin_connection,
+    database_location,
+    prepare_model,
+    run,
+    settings_of,
+)
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
 from recall.db.migrate import bind_embedding_space
@@ -43,8 +49,7 @@ def db_stop(ctx: typer.Context) -> None:
 def db_status(ctx: typer.Context) -> None:
     """Show whether the embedded server runs, where, and its URI."""
     settings = settings_of(ctx)
-    if settings.database_url:
-        typer.echo("using RECALL_DATABASE_URL (the embedded server is not used)")
+    typer.echo(f"database:    {database_location(settings)}")
     status = EmbeddedServer(settings.data_dir, settings.embedded_shared_buffers_mb).status()
     typer.echo(f"data dir:    {status.data_dir}")
     typer.echo(f"initialized: {'yes' if status.initialized else 'no'}")

@@ -6,7 +6,14 @@ from typing import Annotated
 
 import typer
 
-from recall.cli.common import admin_connection, fail, run, settings_of, with_store
+from recall.cli.common import (
+    admin_connection,
+    database_location,
+    fail,
+    run,
+    settings_of,
+    with_store,
+)
 from recall.config import Settings
 from recall.store import MemoryStore
 
@@ -29,7 +36,9 @@ def stats(
     async def work(store: MemoryStore) -> tuple[dict[str, int], list[tuple[str, int, int]]]:
         return await store.stats(), await store.user_buckets()
 
-    totals, buckets = with_store(settings_of(ctx), work)
+    settings = settings_of(ctx)
+    totals, buckets = with_store(settings, work)
+    typer.echo(f"database: {database_location(settings)}\n")
     for key, value in totals.items():
         typer.echo(f"{key:14} {value:,}")
     typer.echo("\nusers by size   users   memories")

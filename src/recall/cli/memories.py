@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -15,15 +11,13 @@ from recall.cli.common import (
     ModeOpt,
     ThresholdOpt,
     UserOpt,
-    fail,
     limit_option,
+    plural,
     print_memories,
     retrieval,
     settings_of,
     with_store,
 )
-from recall.errors import InvalidInputError
-from recall.store import MemoryStore
 
 __all__ = ["app"]
 
@@ -42,6 +36,7 @@ def add(
     memory = with_store(
         settings_of(ctx),
         lambda store: store.add_turn(user, user_message, ai_response, conversation_id=conversation),
+        create=True,
     )
     typer.echo(memory.id)
 
@@ -99,76 +94,4 @@ def forget(
     finally:
         for outbox in outboxes:
             outbox.close()
-    typer.echo(f"erased {erased} memories")
-
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"{path}:{number}: not valid JSON: {exc.msg}") from exc
-            if not isinstance(item, dict):
-                raise InvalidInputError(f"{path}:{number}: expected a JSON object per line")
-            yield item
-
-
-@app.command("import")
-def import_(
-    ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON lines file.")],
-    batch_size: Annotated[int, typer.Option(min=1, help="Turns per transaction.")] = 1000,
-    writers: Annotated[
-        int, typer.Option(min=1, help="Batches written at once, each on its own connection.")
-    ] = 2,
-) -> None:
-    """Import turns from a JSON lines file (user_id, user_message, ai_response,
-    conversation_id, created_at, metadata per line). Re-running it stores nothing twice."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    with file.open(encoding="utf-8") as fh:
-        total = sum(1 for line in fh if line.strip())
-
-    async def work(store: MemoryStore) -> tuple[int, list[str]]:
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            transient=not sys.stderr.isatty(),
-        ) as progress:
-            task = progress.add_task("importing", total=total)
-            ids = await store.add_turns(
-                _read_jsonl(file),
-                batch_size=batch_size,
-                on_batch=lambda n: progress.update(task, completed=n),
-                writers=writers,
-            )
-        return len(ids), await store.optimize()
-
-    count, indexed = with_store(settings_of(ctx), work)
-    typer.echo(f"imported {count} turns")
-    if indexed:
-        typer.echo(f"built HNSW indexes for {len(indexed)} large users")
-
-
-@app.command("import-notes")
-def import_notes(
-    ctx: typer.Context,
-    directory: Annotated[
-        Path, typer.Argument(exists=True, file_okay=False, help="Folder with MEMORY.md, memory/")
-    ],
-    user: UserOpt,
-) -> None:
-    """Import MEMORY.md and memory/YYYY-MM-DD.md notes as searchable memories (one per
-    paragraph, dated by file name). Re-running it stores nothing twice."""
-    from recall.creation.notes import note_files, read_notes
-
-    files = note_files(directory)
-    if not files:
-        fail(f"no MEMORY.md or memory/YYYY-MM-DD.md in {directory}")
-    ids = with_store(settings_of(ctx), lambda store: store.add_turns(read_notes(directory, user)))
-    typer.echo(f"imported {len(ids)} paragraphs from {len(files)} files")
+    typer.echo(f"erased {plural(erased, 'memory', 'memories')}")

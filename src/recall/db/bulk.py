@@ -35,7 +35,7 @@ async def copy_turns(
     *,
     clock: datetime,
     first: int,
-) -> list[str]:
+) -> tuple[list[str], int]:
     """COPY the turns into a temporary table and merge them in one transaction.
 
     Rows already stored (same user and content hash, also within the batch) are skipped.
@@ -43,7 +43,8 @@ async def copy_turns(
     import keeps its order however its batches' commits interleave.
 
     Returns:
-        The id of each turn, in order (the existing id for a turn stored before).
+        The id of each turn, in order (the existing id for a turn stored before), and how many
+        rows the merge inserted (the others were stored before).
     """
     async with conn.transaction():
         await run(conn, "create_import_table")
@@ -65,7 +66,7 @@ async def copy_turns(
                         turn.kind,
                     )
                 )
-        await run(conn, "merge_import", {"clock": clock, "first": first})
+        inserted = await run(conn, "merge_import", {"clock": clock, "first": first})
         rows = await fetch_all(conn, "import_ids", None, ImportedId)
     by_ordinal = {row.ord: str(row.id) for row in rows}
-    return [by_ordinal[i] for i in range(len(turns))]
+    return [by_ordinal[i] for i in range(len(turns))], inserted

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +16,7 @@ from recall.errors import InvalidInputError, StoreError
 from recall.memory import Turn
 from recall.store.base import StoreBase
 
-__all__ = ["Bulk"]
+__all__ = ["Bulk", "ImportProgress"]
 
 # a batch this large is checked in a worker thread (see Bulk._prepare_batch)
 _THREAD_BATCH = 256
@@ -33,6 +34,21 @@ def _chunks(items: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapp
         yield chunk
 
 
+@dataclass(slots=True)
+class ImportProgress:
+    """How far an `add_turns` call is, in turns (all counted in the input's order).
+
+    Attributes:
+        prepared: checked and embedded, ready to be written.
+        written: in committed batches.
+        new: of the written, stored for the first time (the others were stored before).
+    """
+
+    prepared: int = 0
+    written: int = 0
+    new: int = 0
+
+
 class Bulk(StoreBase):
     """`MemoryStore.add_turns`."""
 
@@ -43,6 +59,8 @@ class Bulk(StoreBase):
         batch_size: int = 1000,
         on_batch: Callable[[int], Awaitable[None] | None] | None = None,
         writers: int = 2,
+        progress: ImportProgress | None = None,
+        on_progress: Callable[[ImportProgress], None] | None = None,
     ) -> list[str]:
         """Bulk-store turns (dicts with `add_turn`'s argument names); return their ids in order.
 
@@ -61,6 +79,10 @@ class Bulk(StoreBase):
             on_batch: called with the number of turns stored (counted in the file's order)
                 after each batch.
             writers: batches written at once (1 writes one after the other).
+            progress: filled as the import goes (turns prepared, written, and new), for
+                progress bars and a final count; a fresh one when None.
+            on_progress: called with `progress` after each batch is prepared and after each
+                batch is written.
 
         Raises:
             InvalidInputError: a turn is unusable (or `batch_size`/`writers` < 1); the message
@@ -76,13 +98,21 @@ class Bulk(StoreBase):
             )
         writers = min(writers, self.pool.max_size)  # more would only queue for a connection
         ids: list[str] = []
-        in_flight: deque[asyncio.Task[list[str]]] = deque()
+        in_flight: deque[asyncio.Task[tuple[list[str], int]]] = deque()
+        done = progress if progress is not None else ImportProgress()
+
+        def moved() -> None:
+            if on_progress is not None:
+                on_progress(done)
 
         async def settle(keep: int) -> None:  # report the oldest batches until `keep` remain
             try:
                 while len(in_flight) > keep:
-                    ids.extend(await in_flight[0])
+                    batch_ids, new = await in_flight[0]
                     in_flight.popleft()
+                    ids.extend(batch_ids)
+                    done.written, done.new = len(ids), done.new + new
+                    moved()
                     if on_batch is not None and (res := on_batch(len(ids))) is not None:
                         await res
             except BaseException:
@@ -101,6 +131,8 @@ class Bulk(StoreBase):
             except BaseException:
                 await settle(0)  # the batches before this one still land (or report an error)
                 raise
+            done.prepared += len(chunk)
+            moved()
             await settle(writers - 1)
             in_flight.append(asyncio.create_task(self._write_batch(*prepared, clock, seen)))
             seen += len(chunk)
@@ -154,11 +186,11 @@ class Bulk(StoreBase):
 
     async def _write_batch(
         self, turns: list[Turn], vectors: list[Vector], clock: datetime, first: int
-    ) -> list[str]:
+    ) -> tuple[list[str], int]:
         async with self._conn("add_turns", all_users=True) as conn:
-            ids = await copy_turns(
+            ids, new = await copy_turns(
                 conn, turns, vectors, self.embedder.name, clock=clock, first=first
             )
         for user_id, count in Counter(t.user_id for t in turns).items():
             self._note_added(user_id, count)
-        return ids
+        return ids, new

@@ -1,0 +1,189 @@
+"""`recall import` (turns from a JSON lines file) and `recall import-notes` (Markdown notes).
+
+A file is read twice: once to check every line (UTF-8, JSON, a turn the store accepts) and
+count them, then again to import the good ones; every bad line is reported with its 1-based
+line number, and nothing is imported while there are bad lines unless `--skip-bad` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from recall.cli.common import UserOpt, fail, plural, settings_of, with_store
+from recall.config import Settings
+from recall.errors import InvalidInputError
+from recall.memory import make_turn
+from recall.store import MemoryStore
+from recall.store.bulk import ImportProgress
+
+__all__ = ["Scan", "app", "scan_jsonl"]
+
+app = typer.Typer()
+
+SHOWN_BAD_LINES = 20  # the rest are counted
+
+
+@dataclass(slots=True)
+class Scan:
+    """What the checking pass found: how many good lines, and each bad line's number and why."""
+
+    good: int = 0
+    bad: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """(1-based line number, the turn or why the line is unusable) for every non-blank line."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield number, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+                continue
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield number, f"not valid JSON: {exc.msg}"
+                continue
+            yield number, item if isinstance(item, dict) else "expected a JSON object per line"
+
+
+def _check(item: dict[str, Any], settings: Settings) -> str | None:
+    """Why the store would refuse this turn, or None."""
+    known = ("user_id", "user_message", "ai_response", "conversation_id", "created_at")
+    try:
+        make_turn(
+            *(item.get(k) for k in known[:3]),
+            conversation_id=item.get("conversation_id"),
+            created_at=item.get("created_at"),
+            metadata=item.get("metadata"),
+            kind=item.get("kind") or "turn",
+            max_length=settings.max_message_length,
+            max_metadata_bytes=settings.max_metadata_bytes,
+        )
+    except InvalidInputError as exc:
+        return str(exc)
+    return None
+
+
+def scan_jsonl(path: Path, settings: Settings) -> Scan:
+    """Check every line of a JSON lines file of turns, as `recall import` does first."""
+    found = Scan()
+    for number, item in _lines(path):
+        why = item if isinstance(item, str) else _check(item, settings)
+        if why is None:
+            found.good += 1
+        else:
+            found.bad.append((number, why))
+    return found
+
+
+def _good_turns(path: Path, bad: set[int]) -> Iterator[dict[str, Any]]:
+    for number, item in _lines(path):
+        if number not in bad and isinstance(item, dict):
+            yield item
+
+
+def _report_bad(path: Path, bad: list[tuple[int, str]]) -> None:
+    for number, why in bad[:SHOWN_BAD_LINES]:
+        typer.echo(f"{path}:{number}: {why}", err=True)
+    if len(bad) > SHOWN_BAD_LINES:
+        typer.echo(f"... and {plural(len(bad) - SHOWN_BAD_LINES, 'more bad line')}", err=True)
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="JSON lines file.")],
+    batch_size: Annotated[int, typer.Option(min=1, help="Turns per transaction.")] = 1000,
+    writers: Annotated[
+        int, typer.Option(min=1, help="Batches written at once, each on its own connection.")
+    ] = 2,
+    skip_bad: Annotated[
+        bool, typer.Option("--skip-bad", help="Import the good lines and list the bad ones.")
+    ] = False,
+) -> None:
+    """Import turns from a JSON lines file (user_id, user_message, ai_response,
+    conversation_id, created_at, metadata per line). Re-running it stores nothing twice."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    settings = settings_of(ctx)
+    found = scan_jsonl(file, settings)
+    if found.bad:
+        _report_bad(file, found.bad)
+        if not skip_bad:
+            fail(
+                f"{plural(len(found.bad), 'bad line')} in {file}, nothing imported: fix them, "
+                "or import the good ones with --skip-bad"
+            )
+    skipped = {number for number, _ in found.bad}
+
+    async def work(store: MemoryStore) -> tuple[ImportProgress, list[str]]:
+        done = ImportProgress()
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            transient=not sys.stderr.isatty(),
+        ) as bar:
+            embedded = bar.add_task("embedded", total=found.good)
+            stored = bar.add_task("stored", total=found.good)
+
+            def moved(now: ImportProgress) -> None:
+                bar.update(embedded, completed=now.prepared)
+                bar.update(stored, completed=now.written)
+
+            await store.add_turns(
+                _good_turns(file, skipped),
+                batch_size=batch_size,
+                writers=writers,
+                progress=done,
+                on_progress=moved,
+            )
+        return done, await store.optimize()
+
+    done, indexed = with_store(settings, work, create=True)
+    typer.echo(
+        f"imported {plural(done.written, 'turn')}: {done.new:,} new, "
+        f"{done.written - done.new:,} already there, {plural(len(found.bad), 'bad line')} "
+        "skipped"
+    )
+    if indexed:
+        typer.echo(f"built HNSW indexes for {plural(len(indexed), 'large user')}")
+
+
+@app.command("import-notes")
+def import_notes(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path, typer.Argument(exists=True, file_okay=False, help="Folder with MEMORY.md, memory/")
+    ],
+    user: UserOpt,
+) -> None:
+    """Import MEMORY.md and memory/YYYY-MM-DD.md notes as searchable memories (one per
+    paragraph, dated by file name). Re-running it stores nothing twice."""
+    from recall.creation.notes import note_files, read_notes
+
+    files = note_files(directory)
+    if not files:
+        fail(f"no MEMORY.md or memory/YYYY-MM-DD.md in {directory}")
+    done = ImportProgress()
+    with_store(
+        settings_of(ctx),
+        lambda store: store.add_turns(read_notes(directory, user), progress=done),
+        create=True,
+    )
+    typer.echo(
+        f"imported {plural(done.written, 'paragraph')} from {plural(len(files), 'file')}: "
+        f"{done.new:,} new, {done.written - done.new:,} already there"
+    )
