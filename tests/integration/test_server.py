@@ -185,59 +185,73 @@ def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str
         assert client.get("/recall/stats").json()["window"]["searches"] >= 3
 
 
-def test_every_resource_has_a_rule(server: str) -> None:
-    """docs/security.md's rules, resource by resource, with two users, an operator and no
-    token at all (the attempts a user could make on a server that guarded only threads)."""
-    item = {"namespace": ["alice", "notes"], "key": "k1", "value": {"city": "Lisbon"}}
+ITEM = {"namespace": ["alice", "notes"], "key": "k1", "value": {"city": "Lisbon"}}
+
+
+def _call(
+    client: httpx.Client, method: str, path: str, user: str | None, body: Any = None
+) -> httpx.Response:
+    return client.request(method, path, json=body, headers=_headers(user) if user else {})
+
+
+def test_no_token_reaches_no_resource(server: str) -> None:
     with httpx.Client(base_url=server, timeout=60) as client:
-
-        def call(method: str, path: str, user: str | None, body: Any = None) -> httpx.Response:
-            headers = _headers(user) if user else {}
-            return client.request(method, path, json=body, headers=headers)
-
-        # no token: nothing at all
         for method, path, body in [
-            ("PUT", "/store/items", item),
+            ("PUT", "/store/items", ITEM),
             ("POST", "/store/items/search", {"namespace_prefix": []}),
             ("POST", "/assistants/search", {}),
             ("POST", "/runs/crons", {"assistant_id": "companion", "schedule": "0 0 * * *"}),
             ("POST", "/threads", {}),
         ]:
-            assert call(method, path, None, body).status_code == 401, (method, path)
+            assert _call(client, method, path, None, body).status_code == 401, (method, path)
 
-        # store: each user's own namespaces only
-        assert call("PUT", "/store/items", "alice", item).status_code == 204
-        stolen = {**item, "key": "k2", "value": {"city": "Paris"}}
-        assert call("PUT", "/store/items", "bob", stolen).status_code == 403
+
+def test_store_users_reach_only_their_own_namespaces(server: str) -> None:
+    with httpx.Client(base_url=server, timeout=60) as client:
+        assert _call(client, "PUT", "/store/items", "alice", ITEM).status_code == 204
+        stolen = {**ITEM, "key": "k2", "value": {"city": "Paris"}}
+        assert _call(client, "PUT", "/store/items", "bob", stolen).status_code == 403
         read = "/store/items?namespace=alice.notes&key=k1"
-        assert call("GET", read, "bob").status_code == 403
-        assert call("GET", read, "alice").json()["value"] == {"city": "Lisbon"}
-        bob_search = call("POST", "/store/items/search", "bob", {"namespace_prefix": []})
+        assert _call(client, "GET", read, "bob").status_code == 403
+        assert _call(client, "GET", read, "alice").json()["value"] == {"city": "Lisbon"}
+        everything: dict[str, list[str]] = {"namespace_prefix": []}
+        bob_search = _call(client, "POST", "/store/items/search", "bob", everything)
         assert bob_search.status_code == 200 and bob_search.json()["items"] == []
-        aimed = call("POST", "/store/items/search", "bob", {"namespace_prefix": ["alice"]})
-        assert aimed.status_code == 403
-        assert call("POST", "/store/namespaces", "bob", {}).json()["namespaces"] == []
-        assert call("POST", "/store/namespaces", "bob", {"prefix": ["alice"]}).status_code == 403
-        assert call("POST", "/store/namespaces", "alice", {}).json()["namespaces"] == [
-            ["alice", "notes"]
-        ]
+        aimed = {"namespace_prefix": ["alice"]}
+        assert _call(client, "POST", "/store/items/search", "bob", aimed).status_code == 403
+        assert _call(client, "POST", "/store/namespaces", "bob", {}).json()["namespaces"] == []
+        at_alice = {"prefix": ["alice"]}
+        assert _call(client, "POST", "/store/namespaces", "bob", at_alice).status_code == 403
+        alices = _call(client, "POST", "/store/namespaces", "alice", {}).json()["namespaces"]
+        assert alices == [["alice", "notes"]]
         gone = {"namespace": ["alice", "notes"], "key": "k1"}
-        assert call("DELETE", "/store/items", "bob", gone).status_code == 403
-        assert call("GET", read, "alice").status_code == 200  # still there
+        assert _call(client, "DELETE", "/store/items", "bob", gone).status_code == 403
+        assert _call(client, "GET", read, "alice").status_code == 200  # still there
 
-        # assistants: everyone reads and runs the shared graph; only an operator changes it
-        found = call("POST", "/assistants/search", "bob", {})
+
+def test_assistants_are_read_by_all_and_changed_only_by_operators(server: str) -> None:
+    with httpx.Client(base_url=server, timeout=60) as client:
+        found = _call(client, "POST", "/assistants/search", "bob", {})
         assert found.status_code == 200
         companion = next(a for a in found.json() if a["graph_id"] == "companion")
         path = f"/assistants/{companion['assistant_id']}"
-        assert call("GET", path, "bob").status_code == 200
-        assert call("PATCH", path, "bob", {"metadata": {"owner": "bob"}}).status_code == 403
-        assert call("DELETE", path, "bob").status_code == 403
-        assert call("POST", "/assistants", "bob", {"graph_id": "companion"}).status_code == 403
-        assert call("PATCH", path, "ops", {"metadata": {"checked": True}}).status_code == 200
-        assert call("GET", path, "alice").status_code == 200  # bob's attempts broke nothing
+        assert _call(client, "GET", path, "bob").status_code == 200
+        owned = {"metadata": {"owner": "bob"}}
+        assert _call(client, "PATCH", path, "bob", owned).status_code == 403
+        assert _call(client, "DELETE", path, "bob").status_code == 403
+        assert (
+            _call(client, "POST", "/assistants", "bob", {"graph_id": "companion"}).status_code
+            == 403
+        )
+        checked = {"metadata": {"checked": True}}
+        assert _call(client, "PATCH", path, "ops", checked).status_code == 200
+        assert (
+            _call(client, "GET", path, "alice").status_code == 200
+        )  # bob's attempts broke nothing
 
-        # crons: operators only
+
+def test_crons_are_for_operators(server: str) -> None:
+    with httpx.Client(base_url=server, timeout=60) as client:
         cron = {"assistant_id": "companion", "schedule": "0 0 * * *"}
-        assert call("POST", "/runs/crons", "bob", cron).status_code == 403
-        assert call("POST", "/runs/crons/search", "bob", {}).status_code == 403
+        assert _call(client, "POST", "/runs/crons", "bob", cron).status_code == 403
+        assert _call(client, "POST", "/runs/crons/search", "bob", {}).status_code == 403
