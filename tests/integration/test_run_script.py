@@ -49,17 +49,23 @@ def _venv(tmp_path: Path) -> Path:
     return venv
 
 
-def test_the_server_is_announced_and_the_database_stopped(tmp_path: Path) -> None:
-    venv, port = _venv(tmp_path), _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("RECALL_DATABASE_URL", "DATABASE_URL")}
-    done = subprocess.run(
+def _run(venv: Path, port: int, **env: str) -> subprocess.CompletedProcess[str]:
+    """scripts/run-example with the stand-ins, off a terminal, with no database URL unless
+    `env` gives one."""
+    base = {k: v for k, v in os.environ.items() if k not in ("RECALL_DATABASE_URL", "DATABASE_URL")}
+    return subprocess.run(
         [str(ROOT / "scripts" / "run-example"), str(venv), str(port)],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
-        env=env,
+        cwd=venv.parent,
+        env={**base, **env},
         timeout=60,
     )
+
+
+def test_the_server_is_announced_and_the_database_stopped(tmp_path: Path) -> None:
+    venv, port = _venv(tmp_path), _free_port()
+    done = _run(venv, port)
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     assert "LOG_COLOR=false" in out  # not a terminal: no colour codes in the logs
@@ -72,15 +78,7 @@ def test_the_server_is_announced_and_the_database_stopped(tmp_path: Path) -> Non
 
 def test_a_database_url_is_left_running(tmp_path: Path) -> None:
     venv, port = _venv(tmp_path), _free_port()
-    env = {**os.environ, "RECALL_DATABASE_URL": "postgresql://elsewhere/db"}
-    done = subprocess.run(
-        [str(ROOT / "scripts" / "run-example"), str(venv), str(port)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=60,
-    )
+    done = _run(venv, port, RECALL_DATABASE_URL="postgresql://elsewhere/db")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "stopping the embedded database" not in done.stdout
     assert not (venv / "calls").exists()
