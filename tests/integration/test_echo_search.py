@@ -16,9 +16,12 @@ async def test_the_answer_comes_back_not_the_earlier_question(
     await store.add_turn(user, "my sister Ana lives in Lisbon", "Lisbon is lovely.")
     await store.add_turn(user, "where does my sister Ana live?", "I'm not sure.")
     await store.add_turn(user, "my dog is called Max", "Good dog.")
+    await store.add_turn(user, "where is my sister Ana going this June?", "Not sure, sorry.")
     found = await store.search(
         user, "where does my sister Ana live?", limit=3, similarity_threshold=0.0, mode=mode
     )
     texts = [m.user_message for m in found]
     assert texts[0] == "my sister Ana lives in Lisbon"
     assert "where does my sister Ana live?" not in texts
+    assert "where is my sister Ana going this June?" not in texts  # nor any unanswered question
+    assert len(await store.recent(user, 10)) == 4  # still stored

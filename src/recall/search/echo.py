@@ -1,18 +1,19 @@
-"""Echoes: a stored turn that is only an earlier asking of the same question, left unanswered.
+"""Echoes: stored turns that only ask something and got no answer.
 
 Every question a user asks is stored as a turn with whatever the reply was. Asked again, that
 turn is the closest text there is, by meaning and by keywords, and it outranks the memory that
-answers it (LoCoMo's repeated-question regime: first 100% of the time; docs/research/issue-20).
-Such a turn carries no information, so searches drop it before ranking. A turn is an echo of a
-query when its user text is a question, its reply says nothing new (a "not sure" answer, or no
-word the question did not have), and its words overlap the query's by at least half.
+answers it (LoCoMo's repeated-question regime: first 100% of the time; docs/benchmarks.md).
+Other unanswered questions crowd the results the same way. Such a turn holds nothing to
+remember, so searches leave it out before ranking: its user text is a question and its reply
+says nothing new (a "not sure" answer, or no word the question did not have). It stays stored,
+and listed by `recent`, until erased.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["is_echo", "is_question", "terms"]
+__all__ = ["is_question", "is_unanswered", "terms"]
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _QUESTION_WORDS = frozenset(
@@ -165,13 +166,11 @@ def is_question(text: str) -> bool:
     return first is not None and first.group(0) in _QUESTION_WORDS
 
 
-def is_echo(query: str, user_message: str, ai_response: str) -> bool:
-    """Whether the stored turn (`user_message`, `ai_response`) is `query` asked before and
-    left unanswered."""
-    if not is_question(user_message):
+def is_unanswered(user_message: str, ai_response: str) -> bool:
+    """Whether the stored turn only asks something and got no answer: its user text is a
+    question and its reply says nothing new (a "not sure" answer, or no word the question did
+    not have). Such a turn holds nothing to remember, whatever the query."""
+    said = terms(user_message)
+    if not said or not is_question(user_message):
         return False
-    asked, said = terms(query), terms(user_message)
-    if not asked or not said:
-        return False
-    uninformative = bool(_UNINFORMATIVE.search(ai_response)) or not (terms(ai_response) - said)
-    return uninformative and len(asked & said) / len(asked | said) >= 0.5
+    return bool(_UNINFORMATIVE.search(ai_response)) or not (terms(ai_response) - said)

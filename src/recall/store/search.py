@@ -13,7 +13,7 @@ from recall.db.search import keyword_rows, vector_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, MemoryRow, clean_id, clean_text
-from recall.search.echo import is_echo
+from recall.search.echo import is_unanswered
 from recall.search.keywords import keywords_from_text, parse_keywords
 from recall.search.modes import MODES, Mode
 from recall.search.ranking import cosine, fuse, row_memory
@@ -23,12 +23,12 @@ from recall.store.maintenance import Maintenance
 
 __all__ = ["ECHO_SLACK", "Search"]
 
-ECHO_SLACK = 5  # rows fetched beyond the limit, so dropping echoes still fills it
+ECHO_SLACK = 20  # rows fetched beyond the limit, so leaving out echoes still fills it
 
 
-def _without_echoes(query: str, rows: list[MemoryRow]) -> list[MemoryRow]:
-    """The rows that are not the query asked before and left unanswered."""
-    return [r for r in rows if not is_echo(query, r.user_message, r.ai_response)]
+def _answered(rows: list[MemoryRow]) -> list[MemoryRow]:
+    """The rows that are not a question left unanswered (recall.search.echo)."""
+    return [r for r in rows if not is_unanswered(r.user_message, r.ai_response)]
 
 
 class Search(Maintenance):
@@ -88,11 +88,11 @@ class Search(Maintenance):
         # a few more rows than asked for: echoes of the query are dropped (recall.search.echo)
         fetch = limit + ECHO_SLACK
         if mode == "keyword":
-            rows = _without_echoes(text, await self._keyword_rows(uid, text, vector, fetch))
+            rows = _answered(await self._keyword_rows(uid, text, vector, fetch))
             return [row_memory(r, score=r.bm25) for r in rows[:limit]]
         if mode == "semantic":
             rows = await self._vector_search(uid, vector, fetch, 1.0 - threshold)
-            rows = _without_echoes(text, rows)
+            rows = _answered(rows)
             return [row_memory(r, score=cosine(r.distance)) for r in rows[:limit]]
         pool_size = max(limit, self.settings.hybrid_candidates)
 
@@ -105,7 +105,7 @@ class Search(Maintenance):
         # two connections at once: the two candidate queries run in parallel on the server
         vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
         # echoes leave before fusion: its rank features compare each candidate with the best
-        fused = fuse(_without_echoes(text, vec_rows), _without_echoes(text, kw_rows), self.fusion)
+        fused = fuse(_answered(vec_rows), _answered(kw_rows), self.fusion)
         return [m for m, score in fused if score >= threshold][:limit]
 
     async def keyword_search(
