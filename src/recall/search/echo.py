@@ -15,37 +15,15 @@ import re
 
 __all__ = ["is_question", "is_unanswered", "terms"]
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
-_QUESTION_WORDS = frozenset(
-    [
-        "what",
-        "when",
-        "where",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "how",
-        "which",
-        "did",
-        "does",
-        "do",
-        "is",
-        "are",
-        "was",
-        "were",
-        "would",
-        "could",
-        "can",
-        "will",
-        "should",
-        "has",
-        "have",
-        "had",
-        "may",
-        "might",
-        "shall",
-    ]
+_QUESTION_WORDS = _words(
+    "what when where who whom whose why how which did does do is are was were would "
+    "could can will should has have had may might shall"
 )
 _UNINFORMATIVE = re.compile(
     r"^\W*(i'?m not (sure|certain)|i am not (sure|certain)|not sure|i don'?t know|i do not know|"
@@ -54,101 +32,14 @@ _UNINFORMATIVE = re.compile(
     r"sorry,? i don'?t (know|have|remember))\b",
     re.IGNORECASE,
 )
-# function words that say nothing about what a text is about (a short English list: the
-# overlap is on content words; PostgreSQL's own list is not reachable from here, floor 1)
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "with",
-        "about",
-        "from",
-        "as",
-        "into",
-        "over",
-        "after",
-        "before",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "am",
-        "do",
-        "does",
-        "did",
-        "have",
-        "has",
-        "had",
-        "i",
-        "me",
-        "my",
-        "mine",
-        "we",
-        "our",
-        "you",
-        "your",
-        "he",
-        "him",
-        "his",
-        "she",
-        "her",
-        "it",
-        "its",
-        "they",
-        "them",
-        "their",
-        "this",
-        "that",
-        "these",
-        "those",
-        "there",
-        "here",
-        "what",
-        "when",
-        "where",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "how",
-        "which",
-        "not",
-        "no",
-        "so",
-        "than",
-        "then",
-        "too",
-        "very",
-        "can",
-        "could",
-        "will",
-        "would",
-        "should",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "just",
-        "also",
-        "any",
-        "some",
-        "all",
-    ]
+# function words, which say nothing new in a reply (a short English list: PostgreSQL's own is
+# not reachable from here, floor 1)
+_STOP = _words(
+    "a an the and or but if of to in on at by for with about from as into over after "
+    "before is are was were be been being am do does did have has had i me my mine we "
+    "our you your he him his she her it its they them their this that these those there "
+    "here what when where who whom whose why how which not no so than then too very can "
+    "could will would should shall may might must just also any some all"
 )
 
 
