@@ -1,5 +1,6 @@
 """recall: long-term memory for LangGraph agents on PostgreSQL + pgvector."""
 
+from recall.basestore import RecallStore
 from recall.config import Settings
 from recall.creation.consolidate import ConsolidationScheduler, Consolidator
 from recall.embeddings import Embedder, MiniLMEmbeddings
@@ -41,6 +42,7 @@ __all__ = [
     "MigrationError",
     "MiniLMEmbeddings",
     "RecallError",
+    "RecallStore",
     "Reranker",
     "Settings",
     "StoreError",

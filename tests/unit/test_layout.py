@@ -25,6 +25,7 @@ FLOORS: dict[str, int] = {
     "search": 1,
     "db": 2,
     "store": 3,
+    "basestore": 3,
     "creation": 4,
     "nodes": 5,
     "example": 6,

@@ -22,6 +22,7 @@ __all__ = [
     "PendingTurn",
     "Progress",
     "ReembedRow",
+    "StoreItemRow",
     "StoreStats",
     "UserBucket",
     "UserPlan",
@@ -178,3 +179,16 @@ class ReembedRow:
     id: UUID
     user_message: str
     ai_response: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoreItemRow:
+    """An item of `RecallStore` as read (`store_get`, `store_search_*`): its namespace is the
+    labels joined by '.', and `score` is None for plain reads and unscored results."""
+
+    ns: str
+    key: str
+    value: dict[str, object]
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None

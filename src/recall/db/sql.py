@@ -1,5 +1,6 @@
-"""Named SQL blocks: `queries.sql` holds every statement, each after a `-- name: <name>` line,
-and the few helpers that run one and return its rows as typed objects, never tuples."""
+"""Named SQL blocks: the `.sql` files of this package (`queries.sql` for memories, `items.sql`
+for `RecallStore`'s items) hold every statement, each after a `-- name: <name>` line, and the
+few helpers that run one and return its rows as typed objects, never tuples."""
 
 from __future__ import annotations
 
@@ -41,11 +42,19 @@ def parse_blocks(text: str) -> dict[str, bytes]:
 
 @cache
 def _blocks() -> dict[str, bytes]:
-    return parse_blocks(resources.files("recall.db").joinpath("queries.sql").read_text("utf-8"))
+    blocks: dict[str, bytes] = {}
+    for entry in sorted(resources.files("recall.db").iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".sql"):
+            continue
+        for name, statement in parse_blocks(entry.read_text("utf-8")).items():
+            if name in blocks:
+                raise ValueError(f"SQL block {name!r} is defined in two files")
+            blocks[name] = statement
+    return blocks
 
 
 def query(name: str) -> bytes:
-    """Return the statement named `name` from `queries.sql` (read once, on first use).
+    """Return the statement named `name` from this package's `.sql` files (read once).
 
     Raises:
         KeyError: no block has that name.

@@ -56,6 +56,7 @@ class Embedder:
         cache_ttl: seconds a query vector stays cached (0 disables the cache).
         cache_size: how many query vectors the cache holds at most.
         batch_size: texts per `aembed_documents` call.
+        dimensions: the vector size, when known (otherwise declared by `embeddings` or probed).
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class Embedder:
         cache_ttl: float = 300.0,
         cache_size: int = 1024,
         batch_size: int = 64,
+        dimensions: int | None = None,
     ) -> None:
         self.embeddings = embeddings
         self.name = name or embedding_model_name(embeddings)
@@ -77,7 +79,7 @@ class Embedder:
             if cache_ttl > 0 and cache_size > 0
             else None
         )
-        self._dimensions: int | None = getattr(embeddings, "dimensions", None)
+        self._dimensions: int | None = dimensions or getattr(embeddings, "dimensions", None)
         self._probe_lock = asyncio.Lock()
 
     @property

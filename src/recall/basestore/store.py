@@ -1,0 +1,230 @@
+"""`RecallStore`: a LangGraph `BaseStore` on PostgreSQL + pgvector, with exact search per
+namespace prefix, typed filters, TTLs in fractional minutes and the project's keyword and
+hybrid ranking. docs/basestore.md is its guide; decision 0019 its choices."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import psycopg
+import structlog
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchOp,
+    TTLConfig,
+)
+from psycopg_pool import AsyncConnectionPool
+
+from recall.basestore.indexing import IndexSpec
+from recall.basestore.namespaces import validate_op
+from recall.basestore.operations import SearchMode, prepare, run_read, run_writes
+from recall.config import Settings
+from recall.db.items import sweep_items
+from recall.errors import RecallError, StoreError
+
+if TYPE_CHECKING:
+    from recall.basestore.connect import RecallStoreConnector
+    from recall.db.pool import Database
+
+__all__ = ["RecallStore"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+
+class RecallStore(BaseStore):
+    """A LangGraph `BaseStore` kept in PostgreSQL, beside `recall`'s turn memories.
+
+    Open it with `RecallStore.connect(...)` (an async context manager). Async methods
+    (`aget`, `aput`, `asearch`, `adelete`, `alist_namespaces`, `abatch`) are the main ones;
+    the sync ones (`get`, `put`, ...) work from any other thread, such as a sync node's
+    worker thread, and raise if called on the store's own event loop, where they would block it.
+
+    Args:
+        pool: an open pool of the project's connections (`recall.db.pool.open_pool`).
+        index: the resolved index (None: nothing is embedded, queries rank nothing).
+        ttl: LangGraph's `TTLConfig` (None: items never expire unless a put says so).
+        search_mode: how a query ranks: "semantic" (cosine, the default), "keyword" (BM25) or
+            "hybrid" (the project's fusion of both, 0-1).
+        database: the database behind the pool (its embedded server, if any, is stopped on
+            close by its owner).
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        *,
+        index: IndexSpec | None = None,
+        ttl: TTLConfig | None = None,
+        search_mode: SearchMode = "semantic",
+        database: Database | None = None,
+    ) -> None:
+        self._pool = pool
+        self._index = index
+        self.ttl_config = ttl
+        self.index_config: IndexConfig | None = (
+            {"dims": index.dims, "fields": list(index.fields)} if index is not None else None
+        )
+        self.search_mode: SearchMode = search_mode
+        self.database = database
+        self._loop = asyncio.get_running_loop()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._stop_sweeping = asyncio.Event()
+
+    @classmethod
+    def connect(
+        cls,
+        database_url: str | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        search_mode: SearchMode = "semantic",
+        settings: Settings | None = None,
+    ) -> RecallStoreConnector:
+        """Open a store: use as `async with RecallStore.connect(...) as store:`.
+
+        It starts the embedded PostgreSQL when no URL is given (nor `RECALL_DATABASE_URL`),
+        applies the project's migrations (there is no separate set-up step), and, when `ttl`
+        has `sweep_interval_minutes`, runs the sweeper until the block ends.
+
+        Args:
+            database_url: a PostgreSQL URL; None: `RECALL_DATABASE_URL` or the embedded server.
+            index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`); `embed` left out
+                means the project's offline model. None: no semantic search.
+            ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`,
+                `sweep_interval_minutes`).
+            search_mode: "semantic", "keyword" or "hybrid" (see the class).
+            settings: the rest of the configuration (default: `Settings.from_env()`).
+        """
+        from recall.basestore.connect import RecallStoreConnector
+
+        return RecallStoreConnector(cls, database_url, index, ttl, search_mode, settings)
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run `ops` from a thread other than the store's event loop, waiting for the result.
+
+        Raises:
+            RecallError: called on the store's own event loop (use `abatch` there).
+        """
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            raise RecallError(
+                "RecallStore's sync methods would block its event loop: use the async ones "
+                "(aget, aput, asearch, ...) in async code, or call from a worker thread"
+            )
+        return asyncio.run_coroutine_threadsafe(self.abatch(list(ops)), self._loop).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run `ops` in one transaction, in their order; return each one's result in order.
+
+        Every op is checked and every text embedded before anything is written, so a bad op
+        fails the whole batch and changes nothing.
+
+        Raises:
+            InvalidNamespaceError: a namespace breaks LangGraph's rules.
+            InvalidInputError: a key, value, TTL, page or filter is unusable.
+            EmbeddingError: the model failed.
+            StoreError: the database failed (the batch is rolled back).
+        """
+        ops = list(ops)
+        for op in ops:
+            validate_op(op)
+        prepared = await prepare(ops, self._index)
+        results: list[Result] = [None] * len(ops)
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                position = 0
+                while position < len(ops):
+                    run: list[tuple[int, PutOp]] = []
+                    while position < len(ops) and isinstance(put := ops[position], PutOp):
+                        run.append((position, put))
+                        position += 1
+                    if run:
+                        await run_writes(conn, run, prepared)
+                        continue
+                    op = ops[position]
+                    assert isinstance(op, GetOp | SearchOp | ListNamespacesOp)
+                    results[position] = await run_read(
+                        conn, position, op, prepared, self._index, self.search_mode
+                    )
+                    position += 1
+        except psycopg.Error as exc:
+            raise StoreError(f"the store's batch failed: {exc}") from exc
+        return results
+
+    async def setup(self) -> None:
+        """Nothing to do: `connect` applies the migrations. Kept so that code written for
+        LangGraph's `AsyncPostgresStore` (which needs `await store.setup()`) runs unchanged."""
+
+    async def sweep_ttl(self) -> int:
+        """Delete every expired item now; return how many were deleted.
+
+        Raises:
+            StoreError: the database failed.
+        """
+        try:
+            async with self._pool.connection() as conn:
+                deleted = await sweep_items(conn)
+        except psycopg.Error as exc:
+            raise StoreError(f"the TTL sweep failed: {exc}") from exc
+        if deleted:
+            log.info("store.ttl.swept", deleted=deleted)
+        return deleted
+
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep expired items every `sweep_interval_minutes` (else the TTL config's, else 5)
+        until `stop_ttl_sweeper`; return the running task (the same one if already running)."""
+        if self._sweeper is not None and not self._sweeper.done():
+            return self._sweeper
+        configured = (self.ttl_config or {}).get("sweep_interval_minutes")
+        interval = float(sweep_interval_minutes or configured or 5) * 60
+        self._stop_sweeping.clear()
+        self._sweeper = asyncio.create_task(self._sweep_every(interval), name="recall-ttl-sweeper")
+        return self._sweeper
+
+    async def _sweep_every(self, seconds: float) -> None:
+        while not self._stop_sweeping.is_set():
+            try:
+                await asyncio.wait_for(self._stop_sweeping.wait(), timeout=seconds)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await self.sweep_ttl()
+            except RecallError as exc:  # the next round tries again
+                log.warning("store.ttl.sweep_failed", error=str(exc))
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper; True once it has stopped (or was not running), False if it did
+        not stop within `timeout` seconds."""
+        if self._sweeper is None or self._sweeper.done():
+            return True
+        self._stop_sweeping.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._sweeper), timeout=timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def aclose(self) -> None:
+        """Stop the sweeper and close the pool (the connector does this on leaving)."""
+        await self.stop_ttl_sweeper()
+        await self._pool.close()
+
+    def __repr__(self) -> str:
+        dims = self._index.dims if self._index is not None else None
+        return f"RecallStore(index_dims={dims}, search_mode={self.search_mode!r})"

@@ -1,0 +1,170 @@
+"""RecallStore's items in PostgreSQL (migration 0011, `items.sql`): read, write, delete,
+search under a namespace prefix, list namespaces and sweep expired items.
+
+A namespace reaches this layer as its labels joined by '.' (`ns`); a prefix becomes a range of
+the primary key that stops at segment boundaries (`scope`). Every function takes a connection
+whose transaction the caller holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from psycopg import AsyncConnection, sql
+from psycopg.rows import class_row
+
+from recall.db.filters import CompiledFilter
+from recall.db.rows import StoreItemRow
+from recall.db.sql import fetch_all, query, run
+from recall.embeddings import Vector
+
+__all__ = [
+    "ItemWrite",
+    "SearchPlan",
+    "delete_items",
+    "get_items",
+    "list_ns",
+    "refresh_items",
+    "search_items",
+    "sweep_items",
+    "write_items",
+]
+
+_VECTOR_TYPES = ["text", "text", "text", "int4", "vector"]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemWrite:
+    """One put: the value as JSON text, its TTL in minutes (None: never expires), the text
+    keyword search reads, and its vectors as (field, ordinal, vector)."""
+
+    ns: str
+    key: str
+    value_json: str
+    ttl_minutes: float | None
+    text: str
+    vectors: Sequence[tuple[str, int, Vector]]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPlan:
+    """One search: where, which filter, which page, and how to rank.
+
+    `mode` "recent" lists the newest first (no query or no index); "semantic" ranks by the
+    best cosine of an item's vectors; "keyword" by BM25; "hybrid" by the fusion model's
+    relevance (`weights`: its intercept then its five weights).
+    """
+
+    prefix: str
+    filter: CompiledFilter
+    limit: int
+    offset: int
+    mode: Literal["recent", "semantic", "keyword", "hybrid"]
+    query: Vector | None = None
+    dims: int | None = None
+    words: Sequence[str] = ()
+    weights: Sequence[float] = ()
+
+
+def scope(prefix: str, alias: str) -> tuple[sql.Composable, dict[str, Any]]:
+    """The rows of the table aliased `alias` under the namespace `prefix`."""
+    if not prefix:
+        return sql.SQL("TRUE"), {}
+    column = sql.SQL(".").join([sql.Identifier(alias), sql.Identifier("ns")])
+    condition = sql.SQL("({0} = %(ns)s OR ({0} >= %(ns_lo)s AND {0} < %(ns_hi)s))").format(column)
+    # '/' is the character after '.': [prefix + '.', prefix + '/') holds exactly the children
+    return condition, {"ns": prefix, "ns_lo": prefix + ".", "ns_hi": prefix + "/"}
+
+
+def _composed(name: str, **parts: sql.Composable) -> sql.Composed:
+    return sql.SQL(query(name).decode()).format(**parts)
+
+
+async def get_items(conn: AsyncConnection[Any], ns: str, keys: Sequence[str]) -> list[StoreItemRow]:
+    """The live (not expired) items of `ns` among `keys`, in no particular order."""
+    return await fetch_all(conn, "store_get", {"ns": ns, "keys": list(keys)}, StoreItemRow)
+
+
+async def refresh_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, str]]) -> None:
+    """Push the expiry of these (ns, key) items forward by their own TTL."""
+    if items:
+        await run(
+            conn,
+            "store_refresh",
+            {"ns": [ns for ns, _ in items], "keys": [key for _, key in items]},
+        )
+
+
+async def write_items(conn: AsyncConnection[Any], writes: Sequence[ItemWrite]) -> None:
+    """Insert or replace items; each one's vectors are replaced by the ones given (none for
+    an item put with `index=False`), so no vector of an earlier version stays behind."""
+    if not writes:
+        return
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            query("store_upsert"),
+            [
+                {
+                    "ns": w.ns,
+                    "key": w.key,
+                    "value": w.value_json,
+                    "ttl": w.ttl_minutes,
+                    "text": w.text,
+                }
+                for w in writes
+            ],
+        )
+        await cur.executemany(
+            query("store_drop_vectors"), [{"ns": w.ns, "key": w.key} for w in writes]
+        )
+        if any(w.vectors for w in writes):
+            async with cur.copy(query("store_copy_vectors")) as copy:
+                copy.set_types(_VECTOR_TYPES)
+                for w in writes:
+                    for field, ordinal, vector in w.vectors:
+                        await copy.write_row((w.ns, w.key, field, ordinal, vector))
+
+
+async def delete_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, str]]) -> None:
+    """Delete these (ns, key) items and their vectors; a missing one is no error."""
+    if items:
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                query("store_delete"), [{"ns": ns, "key": key} for ns, key in items]
+            )
+
+
+async def sweep_items(conn: AsyncConnection[Any]) -> int:
+    """Delete every expired item; return how many."""
+    return max(await run(conn, "store_sweep"), 0)
+
+
+async def list_ns(conn: AsyncConnection[Any], prefix: str) -> list[str]:
+    """Every namespace (joined) with a live item under `prefix`, sorted."""
+    condition, params = scope(prefix, "i")
+    cur = await conn.execute(_composed("store_namespaces", scope=condition), params)
+    return [row[0] for row in await cur.fetchall()]
+
+
+async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[StoreItemRow]:
+    """One page of items under `plan.prefix` that pass its filter, ranked as `plan.mode` says."""
+    items_scope, params = scope(plan.prefix, "i")
+    params = {**params, **plan.filter.params, "limit": plan.limit, "offset": plan.offset}
+    parts: dict[str, sql.Composable] = {"scope": items_scope, "filter": plan.filter.condition}
+    if plan.mode == "recent":
+        name = "store_search_recent"
+    elif plan.mode == "semantic":
+        name = "store_search_semantic"
+        parts["vscope"] = scope(plan.prefix, "v")[0]
+        params.update(query=plan.query, dims=plan.dims)
+    else:
+        name = "store_search_ranked"
+        weights = dict(zip(("w0", "w1", "w2", "w3", "w4", "w5"), plan.weights, strict=True))
+        params.update(
+            query=plan.query, dims=plan.dims, words=list(plan.words), mode=plan.mode, **weights
+        )
+    cur = conn.cursor(row_factory=class_row(StoreItemRow))
+    await cur.execute(_composed(name, **parts), params)
+    return await cur.fetchall()

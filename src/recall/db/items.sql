@@ -1,0 +1,142 @@
+-- RecallStore's items (migration 0011): a LangGraph BaseStore's get, put, delete, search,
+-- namespace listing and TTL sweep. Blocks with {scope}, {vscope} or {filter} are completed by
+-- recall.db.items with psycopg.sql: {scope} is the namespace prefix as a key range (or TRUE),
+-- {filter} the compiled value filter (recall.db.filters); every value is still a parameter.
+
+-- name: store_get
+SELECT ns, key, value, created_at, updated_at
+FROM recall.store_items
+WHERE ns = %(ns)s AND key = ANY(%(keys)s::text[])
+  AND (expires_at IS NULL OR expires_at > now())
+
+-- name: store_refresh
+-- a read pushes the expiry of the items it returned (those with a TTL) forward
+UPDATE recall.store_items AS i
+SET expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
+FROM unnest(%(ns)s::text[], %(keys)s::text[]) AS r (ns, key)
+WHERE i.ns = r.ns AND i.key = r.key AND i.ttl_minutes IS NOT NULL
+  AND i.expires_at > now()
+
+-- name: store_upsert
+-- an expired item that the sweeper has not yet removed is replaced as a new one
+INSERT INTO recall.store_items AS i (ns, key, value, ttl_minutes, expires_at, fts, doc_len)
+VALUES (
+    %(ns)s, %(key)s, %(value)s, %(ttl)s::float8,
+    now() + make_interval(secs => %(ttl)s::float8 * 60),
+    to_tsvector('english'::regconfig, %(text)s::text),
+    recall.tsvector_tokens(to_tsvector('english'::regconfig, %(text)s::text))
+)
+ON CONFLICT (ns, key) DO UPDATE SET
+    value = excluded.value,
+    ttl_minutes = excluded.ttl_minutes,
+    expires_at = excluded.expires_at,
+    fts = excluded.fts,
+    doc_len = excluded.doc_len,
+    updated_at = now(),
+    created_at = CASE WHEN i.expires_at <= now() THEN now() ELSE i.created_at END
+
+-- name: store_drop_vectors
+DELETE FROM recall.store_vectors WHERE ns = %(ns)s AND key = %(key)s
+
+-- name: store_copy_vectors
+COPY recall.store_vectors (ns, key, field, ord, embedding) FROM STDIN (FORMAT BINARY)
+
+-- name: store_delete
+DELETE FROM recall.store_items WHERE ns = %(ns)s AND key = %(key)s
+
+-- name: store_sweep
+DELETE FROM recall.store_items WHERE expires_at IS NOT NULL AND expires_at <= now()
+
+-- name: store_namespaces
+SELECT DISTINCT i.ns
+FROM recall.store_items AS i
+WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now())
+ORDER BY i.ns
+
+-- name: store_search_recent
+-- no query (or no index): the newest first
+SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, NULL::float8 AS score
+FROM recall.store_items AS i
+WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+ORDER BY i.updated_at DESC, i.ns, i.key
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: store_search_semantic
+-- Exact: every vector under the prefix is compared (no approximate index, so nothing comes back
+-- short), and an item counts once, with its best text's cosine. Items without a vector (put
+-- with index=False) follow the scored ones, with no score.
+WITH scored AS (
+    SELECT v.ns, v.key, 1 - min(v.embedding <=> %(query)s::vector) AS score
+    FROM recall.store_vectors AS v
+    WHERE {vscope} AND vector_dims(v.embedding) = %(dims)s
+    GROUP BY v.ns, v.key
+)
+SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
+FROM recall.store_items AS i
+LEFT JOIN scored AS s ON s.ns = i.ns AND s.key = i.key
+WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+ORDER BY s.score DESC NULLS LAST, i.updated_at DESC, i.ns, i.key
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: store_search_ranked
+-- Keyword (BM25, as recall.search_keyword computes it for memories, over the items under the
+-- prefix that pass the filter) and hybrid (the project's fusion model over the cosine, the
+-- BM25 and both ranks, recall.search.fusion). Exact as well: every item is scored.
+WITH items AS MATERIALIZED (
+    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len
+    FROM recall.store_items AS i
+    WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+), stats AS (
+    SELECT greatest(count(*), 1)::float8 AS n, greatest(avg(doc_len), 1.0)::float8 AS avgdl
+    FROM items
+), terms AS MATERIALIZED (
+    SELECT DISTINCT ON (tq::text) tq
+    FROM unnest(%(words)s::text[]) AS w,
+         LATERAL (SELECT to_tsquery('english', quote_literal(w)) AS tq) AS x
+    WHERE numnode(tq) > 0
+), hits AS (
+    SELECT it.ns, it.key, it.doc_len, t.tq::text AS term
+    FROM items AS it JOIN terms AS t ON it.fts @@ t.tq
+), df AS (
+    SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
+), bm AS (
+    SELECT h.ns, h.key,
+           sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
+               * 2.2 / (1 + 1.2 * (0.25 + 0.75 * h.doc_len / st.avgdl))) AS bm25
+    FROM hits AS h JOIN df USING (term) CROSS JOIN stats AS st
+    GROUP BY h.ns, h.key
+), vec AS (
+    SELECT v.ns, v.key, 1 - min(v.embedding <=> %(query)s::vector) AS cosine
+    FROM recall.store_vectors AS v
+    JOIN items AS it ON it.ns = v.ns AND it.key = v.key
+    WHERE vector_dims(v.embedding) = %(dims)s
+    GROUP BY v.ns, v.key
+), vr AS (
+    SELECT ns, key, cosine, rank() OVER (ORDER BY cosine DESC) - 1 AS r FROM vec
+), kr AS (
+    SELECT ns, key, bm25, rank() OVER (ORDER BY bm25 DESC) - 1 AS r FROM bm
+), top AS (
+    SELECT coalesce(max(bm25), 0) AS best FROM bm
+), fused AS (
+    SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, kr.bm25,
+           CASE WHEN vr.cosine IS NULL AND kr.bm25 IS NULL THEN NULL ELSE
+               1 / (1 + exp(-(
+                   %(w0)s::float8
+                   + %(w1)s::float8 * coalesce(vr.cosine, 0)
+                   + %(w2)s::float8 * CASE WHEN top.best > 0
+                                           THEN coalesce(kr.bm25, 0) / top.best ELSE 0 END
+                   + %(w3)s::float8 * coalesce(kr.bm25, 0) / (coalesce(kr.bm25, 0) + 5)
+                   + %(w4)s::float8 * coalesce(1.0 / (1 + vr.r), 0)
+                   + %(w5)s::float8 * coalesce(1.0 / (1 + kr.r), 0)
+               )))
+           END AS relevance
+    FROM items AS it
+    LEFT JOIN vr ON vr.ns = it.ns AND vr.key = it.key
+    LEFT JOIN kr ON kr.ns = it.ns AND kr.key = it.key
+    CROSS JOIN top
+)
+SELECT ns, key, value, created_at, updated_at,
+       CASE WHEN %(mode)s::text = 'keyword' THEN bm25 ELSE relevance END AS score
+FROM fused
+ORDER BY score DESC NULLS LAST, updated_at DESC, ns, key
+LIMIT %(limit)s OFFSET %(offset)s
