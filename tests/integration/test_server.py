@@ -41,12 +41,9 @@ async def server_db(databases: Databases) -> str:
 @pytest.fixture(scope="module")
 def server(server_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("langgraph")
-    config = {
-        "dependencies": [str(ROOT)],
-        "graphs": {"companion": f"{ROOT}/graphs/companion.py:graph"},
-        "auth": {"path": f"{ROOT}/src/recall/server/auth.py:auth", "disable_studio_auth": True},
-        "http": {"app": f"{ROOT}/src/recall/server/app.py:app"},
-    }
+    # the project's own langgraph.json, its relative paths made absolute
+    config = json.loads((ROOT / "langgraph.json").read_text().replace('"./', f'"{ROOT}/'))
+    config["dependencies"] = [str(ROOT)]
     (work / "langgraph.json").write_text(json.dumps(config))
     env = {
         **os.environ,
@@ -122,19 +119,19 @@ def _new_thread(client: httpx.Client, user: str) -> str:
     return str(response.json()["thread_id"])
 
 
-def _say(client: httpx.Client, user: str, thread: str, text: str) -> dict[str, Any]:
-    response = client.post(
-        f"/threads/{thread}/runs/wait",
-        json={
-            "assistant_id": "companion",
-            "input": {"messages": [{"role": "user", "content": text}]},
-        },
-        headers=_headers(user),
-    )
+def _say(
+    client: httpx.Client,
+    user: str,
+    thread: str,
+    text: str,
+    assistant: str = "companion",
+) -> dict[str, Any]:
+    body = {"assistant_id": assistant, "input": {"messages": [{"role": "user", "content": text}]}}
+    response = client.post(f"/threads/{thread}/runs/wait", json=body, headers=_headers(user))
     assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    assert "__error__" not in body, body
-    return body
+    state: dict[str, Any] = response.json()
+    assert "__error__" not in state, state
+    return state
 
 
 def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str) -> None:
@@ -227,6 +224,49 @@ def test_store_users_reach_only_their_own_namespaces(server: str) -> None:
         gone = {"namespace": ["alice", "notes"], "key": "k1"}
         assert _call(client, "DELETE", "/store/items", "bob", gone).status_code == 403
         assert _call(client, "GET", read, "alice").status_code == 200  # still there
+
+
+def test_notes_graph_keeps_each_users_notes_to_them(server: str) -> None:
+    """LangMem's tools and runtime.store on the server's RecallStore: a note alice saves
+    through the notes graph is found for her, not for bob, even when bob names her in the
+    run's config, nor through the /store API."""
+    with httpx.Client(base_url=server, timeout=120) as client:
+        alices = _new_thread(client, "alice")
+        saved = _say(client, "alice", alices, "remember my locker code is 4417", "notes")
+        assert saved["messages"][-1]["content"] == "Noted."
+        found = _say(client, "alice", _new_thread(client, "alice"), "my locker code?", "notes")
+        assert "4417" in found["messages"][-1]["content"]
+
+        bobs = _new_thread(client, "bob")
+        assert (
+            "4417"
+            not in _say(client, "bob", bobs, "my locker code?", "notes")["messages"][-1]["content"]
+        )
+        # the user id is a key the server sets itself: bob cannot pose as alice
+        spoof = {"langgraph_auth_user_id": "alice", "langgraph_user_id": "alice"}
+        response = client.post(
+            f"/threads/{bobs}/runs/wait",
+            json={
+                "assistant_id": "notes",
+                "input": {"messages": [{"role": "user", "content": "my locker code?"}]},
+                "config": {"configurable": spoof},
+            },
+            headers=_headers("bob"),
+        )
+        assert response.status_code in (200, 422), response.text
+        assert "4417" not in response.text
+
+        # the same notes through the /store API: alice's own, and closed to bob
+        search = {"namespace_prefix": ["alice", "notes"], "query": "locker code"}
+        hits = _call(client, "POST", "/store/items/search", "alice", search).json()["items"]
+        assert any("4417" in json.dumps(hit["value"]) for hit in hits)
+        assert hits[0]["score"] is not None  # ranked by the store's index
+        assert _call(client, "POST", "/store/items/search", "bob", search).status_code == 403
+
+        wiped = _say(client, "alice", alices, "forget everything", "notes")
+        assert wiped["messages"][-1]["content"].startswith("Forgotten: ")
+        after = _call(client, "POST", "/store/items/search", "alice", search).json()["items"]
+        assert all("4417" not in json.dumps(hit["value"]) for hit in after)
 
 
 def test_assistants_are_read_by_all_and_changed_only_by_operators(server: str) -> None:

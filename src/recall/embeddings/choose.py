@@ -47,7 +47,7 @@ def load_embeddings(
             "integration package (pip install langchain langchain-<provider>)"
         ) from exc
     try:
-        return init_embeddings(spec)  # type: ignore[no-any-return]  # untyped factory
+        return init_embeddings(spec)  # type: ignore[no-any-return,unused-ignore]  # untyped in some langchain versions
     except Exception as exc:
         raise ConfigError(f"RECALL_EMBEDDING_MODEL={spec!r} could not be loaded: {exc}") from exc
 
