@@ -4,7 +4,8 @@ the index resolved, the pool opened and the TTL sweeper started; all undone on l
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import structlog
@@ -100,6 +101,10 @@ class RecallStoreConnector:
             search_mode=self._search_mode,
         )
         return store
+
+    def __await__(self) -> Generator[Any, None, RecallStore]:
+        """`store = await RecallStore.connect(...)`: the caller closes it with `aclose()`."""
+        return self.open().__await__()
 
     async def __aenter__(self) -> RecallStore:
         self._store = await self.open()

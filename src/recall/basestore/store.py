@@ -110,11 +110,18 @@ class RecallStore(BaseStore):
         return RecallStoreConnector(cls, database_url, index, ttl, search_mode, settings)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run `ops` from a thread other than the store's event loop, waiting for the result.
+        """Run `ops` from synchronous code, waiting for the result.
+
+        The work runs on the store's event loop: handed to it when it is running (the caller
+        is then another thread, such as a sync node's worker), or run on it here when it is
+        idle (a script or a sync test between async steps).
 
         Raises:
-            RecallError: called on the store's own event loop (use `abatch` there).
+            RecallError: called on the store's own running event loop, where waiting would
+                block it (use `abatch` there), or from another running loop while the store's
+                loop is idle, or after the store's loop was closed.
         """
+        ops = list(ops)
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
@@ -124,7 +131,16 @@ class RecallStore(BaseStore):
                 "RecallStore's sync methods would block its event loop: use the async ones "
                 "(aget, aput, asearch, ...) in async code, or call from a worker thread"
             )
-        return asyncio.run_coroutine_threadsafe(self.abatch(list(ops)), self._loop).result()
+        if self._loop.is_closed():
+            raise RecallError("RecallStore's event loop is closed: open the store again")
+        if self._loop.is_running():
+            return asyncio.run_coroutine_threadsafe(self.abatch(ops), self._loop).result()
+        if running is not None:
+            raise RecallError(
+                "RecallStore's event loop is idle and this thread runs another one: call the "
+                "sync methods from a worker thread, or the async ones from the store's loop"
+            )
+        return self._loop.run_until_complete(self.abatch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run `ops` in one transaction, in their order; return each one's result in order.
