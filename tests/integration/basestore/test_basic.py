@@ -210,3 +210,27 @@ async def test_negative_page_is_a_clear_error(
     await store.aput(ns, "k", {"v": 1})
     with pytest.raises(ValueError, match=r"(?i)limit|offset|page"):
         await store.asearch(ns, limit=limit, offset=offset)
+
+
+@pytest.mark.parametrize("bad_value", [[1, 2], "text", 3], ids=["list", "str", "int"])
+async def test_value_must_be_a_dict(
+    store: RecallStore, ns: tuple[str, ...], bad_value: Any
+) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        await store.aput(ns, "k", bad_value)
+    assert await store.aget(ns, "k") is None
+
+
+async def test_nul_in_key_is_a_clear_error(store: RecallStore, ns: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match=r"(?i)key"):
+        await store.aput(ns, "a\x00b", {"v": 1})
+    assert await store.asearch(ns) == []
+
+
+async def test_search_default_limit_is_ten(store: RecallStore, ns: tuple[str, ...]) -> None:
+    from langgraph.store.base import PutOp
+
+    await store.abatch([PutOp(ns, f"k{i:02d}", {"i": i}) for i in range(15)])
+    assert len(await store.asearch(ns)) == 10
+    assert len(await store.asearch(ns, limit=15)) == 15
+    assert await store.asearch(ns, limit=0) == []

@@ -225,6 +225,13 @@ async def test_list_namespaces_basic(fresh_url: str) -> None:
 
         assert await store.alist_namespaces(prefix=("nonexistent",)) == []
         assert await store.alist_namespaces(prefix=("users", "123")) == [("users", "123")]
+        # prefix and suffix may overlap on a short namespace
+        assert await store.alist_namespaces(prefix=("users", "123"), suffix=("123",)) == [
+            ("users", "123")
+        ]
+        assert await store.alist_namespaces(prefix=("a", "b", "c"), suffix=("b", "c")) == [
+            ("a", "b", "c")
+        ]
         assert await store.alist_namespaces() == sorted(namespaces)
 
 
@@ -286,8 +293,13 @@ async def test_list_namespaces_pagination(fresh_url: str) -> None:
             ("namespace", "sub_19"),
         ]
         assert await store.alist_namespaces(prefix=("namespace",), offset=20) == []
-        # the default limit is 100
         assert len(await store.alist_namespaces(prefix=("namespace",))) == 20
+
+        # the default limit is 100
+        await store.abatch([PutOp(("many", f"n{i:03d}"), "k", {"i": i}) for i in range(120)])
+        listed = await store.alist_namespaces(prefix=("many",))
+        assert listed == [("many", f"n{i:03d}") for i in range(100)]
+        assert len(await store.alist_namespaces(prefix=("many",), limit=200)) == 120
 
 
 async def test_list_namespaces_max_depth_truncates_and_dedupes(fresh_url: str) -> None:

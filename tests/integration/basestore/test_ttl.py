@@ -19,6 +19,7 @@ from recall.testing import FakeEmbeddings
 from tests.integration.basestore.conftest import keys, open_store
 
 TTL = 0.05  # minutes: 3 seconds
+INDEX: IndexConfig = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["name"]}
 
 
 async def _sleep_until(start: float, seconds: float) -> None:
@@ -28,11 +29,21 @@ async def _sleep_until(start: float, seconds: float) -> None:
 async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
     ns = ("ttl",)
     async with (
-        open_store(fresh_url, ttl={"default_ttl": TTL, "refresh_on_read": True}) as store,
+        open_store(
+            fresh_url, index=INDEX, ttl={"default_ttl": TTL, "refresh_on_read": True}
+        ) as store,
         open_store(fresh_url, ttl={"default_ttl": TTL, "refresh_on_read": False}) as no_refresh,
     ):
         start = time.monotonic()
-        for key in ("get", "search", "batch_get", "batch_search", "not_refreshed", "unread"):
+        for key in (
+            "get",
+            "search",
+            "query",
+            "batch_get",
+            "batch_search",
+            "not_refreshed",
+            "unread",
+        ):
             await store.aput(ns, key, {"name": key})
         await store.aput(ns, "explicit", {"name": "explicit"}, ttl=TTL)
         await store.aput(ns, "forever", {"name": "forever"}, ttl=None)
@@ -44,6 +55,8 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
         # a 3-second TTL has not expired after 2 seconds (not rounded down to 0 minutes)
         assert await store.aget(ns, "get") is not None
         assert keys(await store.asearch(ns, filter={"name": "search"})) == ["search"]
+        hits = await store.asearch(ns, query="query", filter={"name": "query"})
+        assert keys(hits) == ["query"] and hits[0].score is not None
         got, found = await store.abatch(
             [GetOp(ns, "batch_get"), SearchOp(ns, filter={"name": "batch_search"})]
         )
@@ -61,6 +74,7 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
         for key in (
             "get",
             "search",
+            "query",
             "batch_get",
             "batch_search",
             "forever",
@@ -73,6 +87,7 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
         live = {
             "get",
             "search",
+            "query",
             "batch_get",
             "batch_search",
             "forever",
@@ -107,6 +122,16 @@ async def test_expired_items_are_invisible_before_a_sweep(fresh_url: str) -> Non
             set(keys(await store.asearch(("a",), filter={"text": "short lived words"}))) == visible
         )
         assert await store.asearch(("a", "gone")) == []
+        # expired items are left out before paging: pages never come back short
+        for query in (None, "short lived words"):
+            pages = [await store.asearch(("a",), query=query, limit=2, offset=o) for o in (0, 2)]
+            assert [len(p) for p in pages] == [2, 1], query
+            assert set(keys(pages[0] + pages[1])) == visible
+        # expired items are left out before paging: pages never come back short
+        for query in (None, "short lived words"):
+            pages = [await store.asearch(("a",), query=query, limit=2, offset=o) for o in (0, 2)]
+            assert [len(p) for p in pages] == [2, 1], query
+            assert set(keys(pages[0] + pages[1])) == visible
         assert await store.alist_namespaces() == [("a", "kept"), ("a", "long")]
         assert await store.alist_namespaces(max_depth=1) == [("a",)]
 

@@ -11,6 +11,7 @@ texts give far less."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from typing import Any
@@ -617,3 +618,44 @@ async def test_item_without_text_at_paths_is_unscored(
     assert_unscored_after_scored(results, "notext")
     assert_unscored_after_scored(results, "blank")
     assert results[0].key == "text"
+
+
+async def test_concurrent_reputs_leave_only_the_final_vectors(
+    module_url: str, word_embeddings: FakeEmbeddings, ns: tuple[str, ...]
+) -> None:
+    """Twenty puts of one item at once: whichever lands last, the item's vectors are exactly
+    those of its final value (no vector of a losing put survives)."""
+    index: IndexConfig = {
+        "dims": word_embeddings.dimensions,
+        "embed": word_embeddings,
+        "fields": ["arr[*]"],
+    }
+    async with open_store(module_url, index=index) as store:
+        for round_ in range(3):
+            values = [[f"r{round_}x{i} alpha{i}", f"r{round_}y{i} beta{i}"] for i in range(20)]
+            await asyncio.gather(*[store.aput(ns, "k", {"arr": texts}) for texts in values])
+            item = await store.aget(ns, "k")
+            assert item is not None and item.value["arr"] in values
+            final = item.value["arr"]
+            for texts in values:
+                [hit] = await store.asearch(ns, query=texts[0])
+                expected = best_cosine(word_embeddings, texts[0], final)
+                assert hit.score == pytest.approx(expected, abs=1e-3), (texts, final)
+
+
+async def test_vectors_of_another_dimension_are_not_compared(
+    module_url: str, ns: tuple[str, ...]
+) -> None:
+    """Two stores with different models share a namespace: each ranks the items it embedded
+    and returns the other's unscored, rather than failing on a dimension mismatch."""
+    small: IndexConfig = {"dims": 32, "embed": FakeEmbeddings(32), "fields": ["text"]}
+    large: IndexConfig = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
+    async with open_store(module_url, index=small) as a, open_store(module_url, index=large) as b:
+        await a.aput(ns, "a", {"text": "shared words"})
+        await b.aput(ns, "b", {"text": "shared words"})
+        results = await a.asearch(ns, query="shared words")
+        assert results[0].key == "a" and results[0].score == pytest.approx(1.0, abs=1e-3)
+        assert_unscored_after_scored(results, "b")
+        results = await b.asearch(ns, query="shared words")
+        assert results[0].key == "b" and results[0].score == pytest.approx(1.0, abs=1e-3)
+        assert_unscored_after_scored(results, "a")
