@@ -139,3 +139,22 @@ async def test_unknown_search_mode_is_a_clear_error(module_url: str) -> None:
 
 async def test_store_without_index_has_no_index_config(store: RecallStore) -> None:
     assert store.index_config is None
+
+
+async def test_dims_asked_of_the_model_when_left_out(module_url: str, ns: tuple[str, ...]) -> None:
+    index: IndexConfig = {"embed": FakeEmbeddings(48), "fields": ["text"]}
+    async with open_store(module_url, index=index) as store:
+        assert store.index_config is not None and store.index_config["dims"] == 48
+        await store.aput(ns, "k", {"text": "plain words"})
+        [hit] = await store.asearch(ns, query="plain words")
+        assert hit.score == pytest.approx(1.0, abs=1e-3)
+
+
+async def test_unloadable_provider_model_is_a_clear_error(module_url: str) -> None:
+    """A "provider:model" whose package is not installed fails at connect, with an error that
+    names what the caller passed (index["embed"]), not an environment variable they never set."""
+    index: IndexConfig = {"dims": 8, "embed": "cohere:embed-english-v3.0"}
+    with pytest.raises((RecallError, ValueError, ImportError), match="cohere") as caught:
+        async with open_store(module_url, index=index):
+            pass
+    assert "RECALL_EMBEDDING_MODEL" not in str(caught.value)

@@ -441,3 +441,14 @@ async def test_list_namespaces_ops_in_batch(store: RecallStore, ns: tuple[str, .
         (*ns, "images", "public"),
         (*ns, "prod", "documents", "public"),
     ]
+
+
+async def test_namespaces_given_as_lists(store: RecallStore, ns: tuple[str, ...]) -> None:
+    """LangGraph's own tests pass prefixes as lists (`store.search(["test"])`): they work as
+    tuples do, and namespaces come back as tuples."""
+    await store.aput((*ns, "x"), "k", {"v": 1})
+    [hit] = await store.asearch(list(ns))  # type: ignore[arg-type]  # as LangGraph's tests call it
+    assert hit.namespace == (*ns, "x") and isinstance(hit.namespace, tuple)
+    assert await store.alist_namespaces(prefix=list(ns)) == [(*ns, "x")]  # type: ignore[arg-type]  # idem
+    item = await store.aget([*ns, "x"], "k")  # type: ignore[arg-type]  # idem
+    assert item is not None and item.namespace == (*ns, "x")

@@ -33,6 +33,8 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
             fresh_url, index=INDEX, ttl={"default_ttl": TTL, "refresh_on_read": True}
         ) as store,
         open_store(fresh_url, ttl={"default_ttl": TTL, "refresh_on_read": False}) as no_refresh,
+        open_store(fresh_url, ttl={"default_ttl": TTL}) as unset_refresh,
+        open_store(fresh_url) as no_config,
     ):
         start = time.monotonic()
         for key in (
@@ -50,6 +52,9 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
         await store.aput(ns, "was_ttl", {"name": "was_ttl"})
         await no_refresh.aput(ns, "cfg_default", {"name": "cfg_default"})
         await no_refresh.aput(ns, "cfg_explicit", {"name": "cfg_explicit"})
+        # LangGraph's TTLConfig: refresh_on_read defaults to True, with or without a config
+        await unset_refresh.aput(ns, "cfg_unset", {"name": "cfg_unset"})
+        await no_config.aput(ns, "no_config", {"name": "no_config"}, ttl=TTL)
 
         await _sleep_until(start, 2.0)
         # a 3-second TTL has not expired after 2 seconds (not rounded down to 0 minutes)
@@ -69,6 +74,8 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
         # refresh_on_read=False: a plain read does not refresh, an explicit refresh_ttl=True does
         assert await no_refresh.aget(ns, "cfg_default") is not None
         assert await no_refresh.aget(ns, "cfg_explicit", refresh_ttl=True) is not None
+        assert await unset_refresh.aget(ns, "cfg_unset") is not None
+        assert await no_config.aget(ns, "no_config") is not None
 
         await _sleep_until(start, 4.0)
         for key in (
@@ -80,6 +87,8 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
             "forever",
             "was_ttl",
             "cfg_explicit",
+            "cfg_unset",
+            "no_config",
         ):
             assert await store.aget(ns, key, refresh_ttl=False) is not None, key
         for key in ("not_refreshed", "unread", "explicit", "cfg_default"):
@@ -93,6 +102,8 @@ async def test_sub_minute_ttl_refreshed_on_read(fresh_url: str) -> None:
             "forever",
             "was_ttl",
             "cfg_explicit",
+            "cfg_unset",
+            "no_config",
         }
         assert set(keys(await store.asearch(ns, refresh_ttl=False, limit=50))) == live
 
