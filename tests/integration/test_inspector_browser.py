@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import pytest
 
 from recall.config import Settings
 from recall.store import MemoryStore
-from tests.conftest import ROOT, Databases
+from tests.conftest import ROOT, Databases, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
@@ -50,12 +49,6 @@ from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 async def ui_db(databases: Databases) -> str:
     url = await databases.create("recall_ui")
@@ -69,7 +62,7 @@ async def ui_db(databases: Databases) -> str:
 
 @pytest.fixture(scope="module")
 def app_url(ui_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     work = tmp_path_factory.mktemp("inspector")
     env = {
         **os.environ,
