@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,6 +24,13 @@ from recall.testing import FakeEmbeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_DATA_DIR = ROOT / ".recall" / "test-pgdata"
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for servers the tests start)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

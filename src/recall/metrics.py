@@ -126,6 +126,41 @@ class RetrievalMetrics:
         while self._events and now - self._events[0].at > self.window_s:
             self._events.popleft()
 
+    def timeline(self, buckets: int = 10) -> list[dict[str, float]]:
+        """The window cut into `buckets` equal spans, oldest first: each span's searches,
+        median and p95 latency (ms) and empty results, for a chart. Counts only: no user's
+        data is in it.
+
+        Raises:
+            ValueError: `buckets` is not between 1 and 100.
+        """
+        if not 1 <= buckets <= 100:
+            raise ValueError("buckets must be between 1 and 100")
+        with self._lock:
+            now = self.clock()
+            self._trim(now)
+            events = list(self._events)
+        span = self.window_s / buckets
+        out: list[dict[str, float]] = []
+        for b in range(buckets):
+            start = now - self.window_s + b * span
+            inside = [
+                e
+                for e in events
+                if start <= e.at < start + span and e.outcome in ("ok", "empty", *_ERRORS)
+            ]
+            latencies = sorted(e.latency_ms for e in inside)
+            out.append(
+                {
+                    "seconds_ago": round(now - start, 1),
+                    "searches": float(len(inside)),
+                    "p50_latency_ms": latencies[len(latencies) // 2] if latencies else 0.0,
+                    "p95_latency_ms": _p95(latencies),
+                    "empty": float(sum(e.outcome == "empty" for e in inside)),
+                }
+            )
+        return out
+
     def snapshot(self) -> dict[str, Any]:
         """The metrics over the current window, plus the error counts by kind."""
         with self._lock:
@@ -142,6 +177,7 @@ class RetrievalMetrics:
             "window_s": self.window_s,
             "searches": len(searches),
             "avg_latency_ms": sum(latencies) / len(latencies) if latencies else 0.0,
+            "p50_latency_ms": latencies[len(latencies) // 2] if latencies else 0.0,
             "p95_latency_ms": _p95(latencies),
             "success_rate": len(succeeded) / len(searches) if searches else 1.0,
             "avg_similarity": sum(sims) / len(sims) if sims else 0.0,

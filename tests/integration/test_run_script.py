@@ -5,12 +5,11 @@ when the server stops."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, free_port
 
 LANGGRAPH = """#!{python}
 import http.server, os, sys, threading, time
@@ -31,12 +30,6 @@ case "$*" in
   "db stop") echo "stopped"; echo stopped >> "$(dirname "$0")/../calls" ;;
 esac
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _venv(tmp_path: Path) -> Path:
@@ -64,7 +57,7 @@ def _run(venv: Path, port: int, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_server_is_announced_and_the_database_stopped(tmp_path: Path) -> None:
-    venv, port = _venv(tmp_path), _free_port()
+    venv, port = _venv(tmp_path), free_port()
     done = _run(venv, port)
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
@@ -77,7 +70,7 @@ def test_the_server_is_announced_and_the_database_stopped(tmp_path: Path) -> Non
 
 
 def test_a_database_url_is_left_running(tmp_path: Path) -> None:
-    venv, port = _venv(tmp_path), _free_port()
+    venv, port = _venv(tmp_path), free_port()
     done = _run(venv, port, RECALL_DATABASE_URL="postgresql://elsewhere/db")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "stopping the embedded database" not in done.stdout

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,19 +17,13 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import ROOT, Databases
+from tests.conftest import ROOT, Databases, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
 
 TOKENS = {"alice": "token-alice", "bob": "token-bob", "ops": "token-ops"}
 _API = re.compile(r"API: .*?(http://[0-9.]+:\d+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +61,7 @@ def server(server_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                 "--no-browser",
                 "--no-reload",
                 "--port",
-                str(_free_port()),
+                str(free_port()),
                 "--config",
                 str(work / "langgraph.json"),
             ],

@@ -17,7 +17,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path
 
 from recall.config import Settings
-from recall.embeddings import Embedder, configured_embeddings, load_embeddings
+from recall.embeddings import Embedder, configured_embeddings, embedder_for, load_embeddings
 from recall.errors import ConfigError
 
 __all__ = ["IndexSpec", "keyword_text", "resolve_index"]
@@ -63,14 +63,7 @@ async def resolve_index(index: IndexConfig | None, settings: Settings) -> IndexS
     fields = index.get("fields") or ["$"]
     if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
         raise ConfigError(f"index fields must be a list of paths such as ['$'], not {fields!r}")
-    embedder = Embedder(
-        embeddings,
-        cache_ttl=settings.embedding_cache_ttl,
-        cache_size=settings.embedding_cache_size,
-        batch_size=settings.embedding_batch_size,
-        max_query_length=settings.max_query_length,
-        dimensions=dims,
-    )
+    embedder = embedder_for(embeddings, settings, dimensions=dims)
     return IndexSpec(embedder, dims or await embedder.dimensions(), tuple(fields))
 
 

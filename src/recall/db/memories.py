@@ -4,13 +4,14 @@ erasure of everything a user has. Every function takes a connection scoped by th
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from recall.db.rows import AddedMemory, ForgottenUser, UserPlan
+from recall.db.rows import AddedMemory, ConversationSummary, ForgottenUser, UserPlan
 from recall.db.sql import fetch_all, fetch_one, fetch_value, run
 from recall.embeddings import Vector
 from recall.memory import MemoryRow, Turn
@@ -21,8 +22,10 @@ __all__ = [
     "delete_memory",
     "forget_user_rows",
     "get_memory",
+    "memories_page",
     "recent_memories",
     "user_plan",
+    "user_summaries",
 ]
 
 
@@ -52,6 +55,26 @@ async def add_memory(
 async def recent_memories(conn: AsyncConnection[Any], user_id: str, limit: int) -> list[MemoryRow]:
     """The user's `limit` newest memories, newest first."""
     return await fetch_all(conn, "recent", {"user_id": user_id, "limit": limit}, MemoryRow)
+
+
+async def memories_page(
+    conn: AsyncConnection[Any],
+    user_id: str,
+    limit: int,
+    before: tuple[datetime, UUID] | None,
+) -> list[MemoryRow]:
+    """The user's `limit` newest memories older than the cursor `before` (created_at, id)."""
+    at, mid = before if before is not None else (None, None)
+    params = {"user_id": user_id, "limit": limit, "before_at": at, "before_id": mid}
+    return await fetch_all(conn, "memories_page", params, MemoryRow)
+
+
+async def user_summaries(
+    conn: AsyncConnection[Any], user_id: str, limit: int
+) -> list[ConversationSummary]:
+    """The rolling summaries of the user's conversations, the newest first."""
+    params = {"user_id": user_id, "limit": limit}
+    return await fetch_all(conn, "user_summaries", params, ConversationSummary)
 
 
 async def conversation_recent(

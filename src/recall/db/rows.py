@@ -13,6 +13,7 @@ __all__ = [
     "AddedMemory",
     "ChatSummary",
     "ChunkStored",
+    "ConversationSummary",
     "EmbeddingSpace",
     "ForgottenUser",
     "ImportedId",
@@ -123,6 +124,15 @@ class ChunkStored:
     updated: int
     identical: int
     last_memory_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """`user_summaries`: one conversation's rolling summary."""
+
+    conversation_id: str
+    summary: str
+    updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

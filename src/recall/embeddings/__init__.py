@@ -10,7 +10,7 @@ May import the bottom floor only (`recall.config`, `recall.errors`).
 
 from recall.embeddings.bge import BgeSmallEmbeddings
 from recall.embeddings.choose import configured_embeddings, load_embeddings
-from recall.embeddings.embedder import Embedder, Vector, embedding_model_name
+from recall.embeddings.embedder import Embedder, Vector, embedder_for, embedding_model_name
 from recall.embeddings.minilm import (
     EMBEDDING_BACKENDS,
     MINILM_SHA256,
@@ -27,6 +27,7 @@ __all__ = [
     "MiniLMEmbeddings",
     "Vector",
     "configured_embeddings",
+    "embedder_for",
     "embedding_model_name",
     "load_embeddings",
 ]

@@ -16,9 +16,10 @@ import structlog
 from cachetools import TTLCache
 from langchain_core.embeddings import Embeddings
 
+from recall.config import Settings
 from recall.errors import EmbeddingError
 
-__all__ = ["Embedder", "Vector", "embedding_model_name", "file_sha256"]
+__all__ = ["Embedder", "Vector", "embedder_for", "embedding_model_name", "file_sha256"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -169,3 +170,23 @@ class Embedder:
             for i, v in zip(picked, raw, strict=True):
                 out[i] = self.check_vector(v)
         return out
+
+
+def embedder_for(
+    embeddings: Embeddings,
+    settings: Settings,
+    *,
+    name: str | None = None,
+    dimensions: int | None = None,
+) -> Embedder:
+    """An `Embedder` over `embeddings` with the query length, cache and batch size that
+    `settings` give (what `MemoryStore` and `RecallStore` both use)."""
+    return Embedder(
+        embeddings,
+        name=name,
+        max_query_length=settings.max_query_length,
+        cache_ttl=settings.embedding_cache_ttl,
+        cache_size=settings.embedding_cache_size,
+        batch_size=settings.embedding_batch_size,
+        dimensions=dimensions,
+    )

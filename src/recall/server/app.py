@@ -1,5 +1,5 @@
 """The HTTP app mounted into the LangGraph server: opens the store once, in its lifespan, and
-serves health, stats and Prometheus metrics."""
+serves health, stats, Prometheus metrics and the memory inspector (`/recall/ui`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from starlette.routing import Route
 from recall.config import Settings
 from recall.logs import configure_logging
 from recall.metrics import METRICS, prometheus_registry
+from recall.server import inspector
 from recall.store import MemoryStore
 from recall.store.shared import close_default_store, get_default_store
 
@@ -80,6 +81,7 @@ app = Starlette(
         Route("/recall/stats", stats),
         Route("/recall/metrics", metrics),
         Route("/metrics", metrics),
+        *inspector.routes(),
     ],
     lifespan=lifespan,
 )

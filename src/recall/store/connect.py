@@ -13,7 +13,7 @@ from langchain_core.embeddings import Embeddings
 from recall.config import Settings
 from recall.db.migrate import apply_migrations, bind_embedding_space, pending_migrations
 from recall.db.pool import connect_once, locate_database, open_pool
-from recall.embeddings import Embedder, configured_embeddings
+from recall.embeddings import configured_embeddings, embedder_for
 from recall.errors import MigrationError, StoreError
 
 if TYPE_CHECKING:
@@ -48,14 +48,7 @@ class StoreConnector:
         """
         settings = self._settings or Settings.from_env()
         embeddings = self._embeddings or configured_embeddings(settings)
-        embedder = Embedder(
-            embeddings,
-            name=self._name,
-            max_query_length=settings.max_query_length,
-            cache_ttl=settings.embedding_cache_ttl,
-            cache_size=settings.embedding_cache_size,
-            batch_size=settings.embedding_batch_size,
-        )
+        embedder = embedder_for(embeddings, settings, name=self._name)
         database = await locate_database(settings)
         conn = await connect_once(database.url)
         try:

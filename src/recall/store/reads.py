@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from recall.db.memories import get_memory, recent_memories
+from datetime import datetime
+from uuid import UUID
+
+from recall.db.memories import get_memory, memories_page, recent_memories, user_summaries
+from recall.db.rows import ConversationSummary
+from recall.errors import InvalidInputError
 from recall.memory import Memory, clean_id
 from recall.search.ranking import row_memory
 from recall.store.base import StoreBase
@@ -12,7 +17,7 @@ __all__ = ["Reads"]
 
 
 class Reads(StoreBase):
-    """`MemoryStore.recent` and `get`."""
+    """`MemoryStore.recent`, `page`, `get` and `summaries`."""
 
     async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None).
@@ -26,6 +31,46 @@ class Reads(StoreBase):
         async with self._conn("recent", read=True, user=uid) as conn:
             rows = await recent_memories(conn, uid, n)
         return [row_memory(r) for r in rows]
+
+    async def page(
+        self, user_id: str, limit: int = 20, before: Memory | tuple[datetime, str] | None = None
+    ) -> list[Memory]:
+        """One page of the user's memories, newest first: the `limit` written before `before`
+        (the last memory of the previous page, or its (created_at, id); None: the first page).
+
+        Raises:
+            InvalidInputError: a bad user id, limit or cursor.
+            StoreError: the database failed.
+        """
+        uid = clean_id(user_id, "user_id")
+        assert uid is not None
+        limit = check_limit(limit)
+        cursor: tuple[datetime, UUID] | None = None
+        if before is not None:
+            at, mid = (before.created_at, before.id) if isinstance(before, Memory) else before
+            try:
+                cursor = (at, UUID(str(mid)))
+            except ValueError as exc:
+                raise InvalidInputError(
+                    f"the page cursor's id is not a memory id: {mid!r}"
+                ) from exc
+            if not isinstance(at, datetime) or at.tzinfo is None:
+                raise InvalidInputError("the page cursor's time must be a timezone-aware datetime")
+        async with self._conn("page", read=True, user=uid) as conn:
+            rows = await memories_page(conn, uid, limit, cursor)
+        return [row_memory(r) for r in rows]
+
+    async def summaries(self, user_id: str, limit: int = 100) -> list[ConversationSummary]:
+        """The rolling summaries of the user's conversations (`recall.creation`), newest first.
+
+        Raises:
+            InvalidInputError, StoreError.
+        """
+        uid = clean_id(user_id, "user_id")
+        assert uid is not None
+        limit = check_limit(limit)
+        async with self._conn("summaries", read=True, user=uid) as conn:
+            return await user_summaries(conn, uid, limit)
 
     async def get(self, user_id: str, memory_id: str) -> Memory | None:
         """One of the user's memories by id, or None (also for another user's id).

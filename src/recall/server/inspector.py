@@ -1,0 +1,231 @@
+"""The memory inspector: one page (`GET /recall/ui`) and the JSON API behind it
+(`/recall/api/...`), where each user sees, searches and erases what the agent remembers of
+them (docs/inspector.md).
+
+Every API call names its user only through its bearer token (the same tokens as the LangGraph
+API, `RECALL_AUTH_TOKENS`); no parameter can name another user, so a user reaches only their
+own memories whatever ids they send. Bad input is a 4xx with a message, never a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from importlib import resources
+from typing import Any, cast
+
+import structlog
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
+from recall.db.outbox import Outbox
+from recall.errors import InvalidInputError, RecallError
+from recall.memory import Memory
+from recall.metrics import METRICS
+from recall.server.auth import parse_tokens
+from recall.store import MemoryStore
+from recall.store.shared import get_default_store
+
+__all__ = ["ASSETS", "routes"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+ASSETS = {"inspector.js": "text/javascript", "inspector.css": "text/css"}
+MAX_PAGE = 100
+_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
+
+Handler = Callable[[Request, str, MemoryStore], Awaitable[Response]]
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _user(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return parse_tokens(Settings.from_env().auth_tokens).get(token)
+
+
+def _authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Resolve the token to its user (401 without one), then run `handler` for that user;
+    bad input becomes a 400 and a failing store a 503, each with a message."""
+
+    async def endpoint(request: Request) -> Response:
+        user = _user(request)
+        if user is None:
+            return _error(401, "sign in with a valid token")
+        try:
+            return await handler(request, user, await get_default_store())
+        except InvalidInputError as exc:
+            return _error(400, str(exc))
+        except RecallError as exc:
+            log.warning("inspector.failed", error=str(exc))
+            return _error(503, "the memory store is not available; try again later")
+
+    return endpoint
+
+
+def _memory(m: Memory) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "created_at": m.created_at.isoformat(),
+        "conversation_id": m.conversation_id,
+        "user_message": m.user_message,
+        "ai_response": m.ai_response,
+        "kind": m.kind,
+        "score": m.score,
+        "similarity": m.similarity,
+    }
+
+
+def _int(request: Request, name: str, default: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"{name} must be a whole number, not {raw[:40]!r}") from exc
+    if not 1 <= value <= high:
+        raise InvalidInputError(f"{name} must be between 1 and {high}")
+    return value
+
+
+async def me(request: Request, user: str, store: MemoryStore) -> Response:
+    """Who the token belongs to."""
+    return JSONResponse({"user_id": user})
+
+
+async def memories(request: Request, user: str, store: MemoryStore) -> Response:
+    """The user's memories, newest first: `?limit=` (1-100, 20) and `?before=<cursor>` (the
+    previous page's `next`)."""
+    limit = _int(request, "limit", 20, MAX_PAGE)
+    before: tuple[datetime, str] | None = None
+    if cursor := request.query_params.get("before"):
+        at, _, mid = cursor.partition("|")
+        try:
+            before = (datetime.fromisoformat(at), mid)
+        except ValueError as exc:
+            raise InvalidInputError("before must be the `next` cursor of a previous page") from exc
+    page = await store.page(user, limit + 1, before)
+    more = len(page) > limit
+    page = page[:limit]
+    nxt = f"{page[-1].created_at.isoformat()}|{page[-1].id}" if more and page else None
+    return JSONResponse({"memories": [_memory(m) for m in page], "next": nxt})
+
+
+async def search(request: Request, user: str, store: MemoryStore) -> Response:
+    """The user's memories ranked for `?q=` in `?mode=` (semantic, keyword or hybrid; the
+    server's default when left out), with their scores, `?limit=` (1-100, 10)."""
+    query = request.query_params.get("q", "")
+    if len(query) > store.settings.max_query_length:
+        raise InvalidInputError(f"q is longer than {store.settings.max_query_length} characters")
+    asked = request.query_params.get("mode") or None
+    if asked is not None and asked not in RETRIEVAL_MODES:
+        raise InvalidInputError(f"mode must be one of {', '.join(RETRIEVAL_MODES)}")
+    mode = cast(RetrievalMode | None, asked)
+    limit = _int(request, "limit", 10, MAX_PAGE)
+    found = await store.search(user, query, limit=limit, similarity_threshold=0.0, mode=mode)
+    return JSONResponse(
+        {"mode": mode or store.settings.retrieval_mode, "memories": [_memory(m) for m in found]}
+    )
+
+
+async def delete(request: Request, user: str, store: MemoryStore) -> Response:
+    """Delete one of the user's memories (404 when it is not one of theirs)."""
+    if not await store.delete(user, request.path_params["memory_id"]):
+        return _error(404, "no such memory")
+    return JSONResponse({"deleted": 1})
+
+
+async def forget(request: Request, user: str, store: MemoryStore) -> Response:
+    """Erase everything of the user, as `recall forget` does (the writer's queue included);
+    the body must be `{"confirm": true}`."""
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or body.get("confirm") is not True:
+        raise InvalidInputError('send {"confirm": true} to erase everything')
+    settings = store.settings
+    outboxes = [Outbox(settings.queue_path)] if settings.queue_path.exists() else []
+    try:
+        erased = await store.forget_user(user, outboxes=outboxes)
+    finally:
+        for outbox in outboxes:
+            outbox.close()
+    log.info("inspector.forget.done", count=erased)
+    return JSONResponse({"erased": erased})
+
+
+async def summaries(request: Request, user: str, store: MemoryStore) -> Response:
+    """The user's rolling conversation summaries and model-written memories."""
+    rolling = await store.summaries(user)
+    written = [m for m in await store.page(user, MAX_PAGE * 10) if m.kind == "summary"]
+    return JSONResponse(
+        {
+            "summaries": [
+                {
+                    "conversation_id": s.conversation_id,
+                    "summary": s.summary,
+                    "updated_at": s.updated_at.isoformat(),
+                }
+                for s in rolling
+            ],
+            "written": [_memory(m) for m in written[:MAX_PAGE]],
+        }
+    )
+
+
+async def metrics(request: Request, user: str, store: MemoryStore) -> Response:
+    """The server's retrieval metrics over the window: counts and latencies of all searches,
+    which say nothing of any user's data."""
+    snap = METRICS.snapshot()
+    keep = ("window_s", "searches", "p50_latency_ms", "p95_latency_ms", "empty_rate")
+    return JSONResponse({**{k: snap[k] for k in keep}, "timeline": METRICS.timeline(10)})
+
+
+async def page(request: Request) -> Response:
+    """The inspector's page (no token needed to load it; every call it makes needs one)."""
+    html = resources.files("recall.server").joinpath("ui", "index.html").read_text("utf-8")
+    return HTMLResponse(html, headers=_security_headers())
+
+
+async def asset(request: Request) -> Response:
+    """The page's script and style sheet, served by the app itself (no CDN)."""
+    name = request.path_params["name"]
+    if name not in ASSETS:
+        return _error(404, "no such file")
+    text = resources.files("recall.server").joinpath("ui", name).read_text("utf-8")
+    return Response(text, media_type=ASSETS[name], headers=_security_headers())
+
+
+def _security_headers() -> dict[str, str]:
+    return {
+        "Content-Security-Policy": _CSP,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+
+
+def routes() -> list[Route]:
+    """The inspector's routes, for the app to mount."""
+    return [
+        Route("/recall/ui", page),
+        Route("/recall/ui/{name}", asset),
+        Route("/recall/api/me", _authenticated(me)),
+        Route("/recall/api/memories", _authenticated(memories)),
+        Route("/recall/api/memories/{memory_id}", _authenticated(delete), methods=["DELETE"]),
+        Route("/recall/api/search", _authenticated(search)),
+        Route("/recall/api/forget", _authenticated(forget), methods=["POST"]),
+        Route("/recall/api/summaries", _authenticated(summaries)),
+        Route("/recall/api/metrics", _authenticated(metrics)),
+    ]

@@ -1,0 +1,202 @@
+"""The inspector's JSON API (`/recall/api/...`) against a real database: each user reaches
+only their own memories whatever they send, and bad input is a clear 4xx, never a 500."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from recall.server import inspector
+from recall.store import MemoryStore
+from recall.store.shared import set_default_store
+
+TOKENS = {"alice": "tok-alice", "bob": "tok-bob"}
+
+
+@pytest.fixture
+async def client(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[httpx.AsyncClient]:
+    monkeypatch.setenv("RECALL_AUTH_TOKENS", ",".join(f"{t}:{u}" for u, t in USERS.items()))
+    set_default_store(store)
+    app = Starlette(routes=inspector.routes())
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+            yield c
+    finally:
+        set_default_store(None)
+
+
+USERS: dict[str, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def users() -> dict[str, str]:
+    """Fresh user ids for each test, with their tokens (USERS: id -> token)."""
+    USERS.clear()
+    for name, token in TOKENS.items():
+        USERS[f"{name}-{uuid.uuid4().hex[:8]}"] = token
+    return {name: uid for name, uid in zip(TOKENS, USERS, strict=True)}
+
+
+def _auth(users: dict[str, str], name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {USERS[users[name]]}"}
+
+
+async def _seed(store: MemoryStore, user: str, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        added = await store.add_turn(user, f"fact number {i} about {user}", f"noted {i}")
+        ids.append(added.id)
+    return ids
+
+
+async def test_every_call_needs_a_valid_token(client: httpx.AsyncClient) -> None:
+    for method, path in [
+        ("GET", "/recall/api/me"),
+        ("GET", "/recall/api/memories"),
+        ("GET", "/recall/api/search?q=x"),
+        ("DELETE", f"/recall/api/memories/{uuid.uuid4()}"),
+        ("POST", "/recall/api/forget"),
+        ("GET", "/recall/api/summaries"),
+        ("GET", "/recall/api/metrics"),
+    ]:
+        for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic tok-bob"}):
+            response = await client.request(method, path, headers=headers)
+            assert response.status_code == 401, (method, path, headers)
+            assert response.json() == {"error": "sign in with a valid token"}
+
+
+async def test_pages_list_only_the_users_memories_newest_first(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    await _seed(store, users["alice"], 5)
+    await _seed(store, users["bob"], 2)
+    me = await client.get("/recall/api/me", headers=_auth(users, "alice"))
+    assert me.json() == {"user_id": users["alice"]}
+
+    seen: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        params = {"limit": "2", **({"before": cursor} if cursor else {})}
+        page = (
+            await client.get("/recall/api/memories", params=params, headers=_auth(users, "alice"))
+        ).json()
+        seen += page["memories"]
+        cursor = page["next"]
+        if cursor is None:
+            break
+    assert [m["user_message"] for m in seen] == [
+        f"fact number {i} about {users['alice']}" for i in reversed(range(5))
+    ]
+    assert {m["kind"] for m in seen} == {"turn"}
+
+
+async def test_search_returns_scores_and_stays_within_the_user(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    await _seed(store, users["alice"], 3)
+    await _seed(store, users["bob"], 3)
+    for mode in ("semantic", "keyword", "hybrid"):
+        response = await client.get(
+            "/recall/api/search",
+            params={"q": "fact number 1", "mode": mode},
+            headers=_auth(users, "bob"),
+        )
+        body = response.json()
+        assert response.status_code == 200 and body["mode"] == mode
+        assert body["memories"], mode
+        assert all(users["bob"] in m["user_message"] for m in body["memories"]), mode
+        assert all(m["score"] is not None for m in body["memories"]), mode
+
+
+async def test_a_user_cannot_delete_another_users_memory(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    [alices] = await _seed(store, users["alice"], 1)
+    stolen = await client.delete(f"/recall/api/memories/{alices}", headers=_auth(users, "bob"))
+    assert stolen.status_code == 404 and stolen.json() == {"error": "no such memory"}
+    assert await store.get(users["alice"], alices) is not None
+    own = await client.delete(f"/recall/api/memories/{alices}", headers=_auth(users, "alice"))
+    assert own.status_code == 200 and await store.get(users["alice"], alices) is None
+
+
+async def test_forget_needs_confirmation_and_erases_only_the_caller(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    await _seed(store, users["alice"], 2)
+    await _seed(store, users["bob"], 2)
+    for body in (None, {}, {"confirm": "yes"}, [True]):
+        refused = await client.post("/recall/api/forget", json=body, headers=_auth(users, "bob"))
+        assert refused.status_code == 400 and "confirm" in refused.json()["error"]
+    done = await client.post(
+        "/recall/api/forget", json={"confirm": True}, headers=_auth(users, "bob")
+    )
+    assert done.json() == {"erased": 2}
+    assert await store.recent(users["bob"], 5) == []
+    assert len(await store.recent(users["alice"], 5)) == 2
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/recall/api/memories?limit=0", 400),
+        ("/recall/api/memories?limit=abc", 400),
+        ("/recall/api/memories?limit=101", 400),
+        ("/recall/api/memories?before=yesterday", 400),
+        ("/recall/api/memories?before=2024-01-01T00:00:00%2B00:00|not-a-uuid", 400),
+        ("/recall/api/search", 400),
+        ("/recall/api/search?q=%20%20", 400),
+        ("/recall/api/search?q=x&mode=fuzzy", 400),
+        ("/recall/api/search?q=" + "a" * 5000, 400),
+        ("/recall/api/memories/not-a-uuid", 405),
+        ("/recall/ui/secrets.txt", 404),
+    ],
+)
+async def test_bad_input_is_a_clear_4xx(
+    client: httpx.AsyncClient, users: dict[str, str], path: str, status: int
+) -> None:
+    response = await client.get(path, headers=_auth(users, "alice"))
+    assert response.status_code == status, response.text
+    if status == 400:
+        assert response.json()["error"]
+
+
+async def test_deleting_an_unknown_or_malformed_id_is_a_404(
+    client: httpx.AsyncClient, users: dict[str, str]
+) -> None:
+    for memory_id in (str(uuid.uuid4()), "not-a-uuid", "%27%20OR%201%3D1"):
+        response = await client.delete(
+            f"/recall/api/memories/{memory_id}", headers=_auth(users, "alice")
+        )
+        assert response.status_code == 404, memory_id
+
+
+async def test_summaries_and_metrics_answer(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    uid = users["alice"]
+    [last] = await _seed(store, uid, 1)
+    await store.set_chat_summary(uid, "conv-1", "Alice talked about facts.", last_memory_id=last)
+    body = (await client.get("/recall/api/summaries", headers=_auth(users, "alice"))).json()
+    assert [s["summary"] for s in body["summaries"]] == ["Alice talked about facts."]
+    assert body["written"] == []
+    metrics = (await client.get("/recall/api/metrics", headers=_auth(users, "alice"))).json()
+    assert set(metrics) >= {"searches", "p50_latency_ms", "p95_latency_ms", "empty_rate"}
+    assert len(metrics["timeline"]) == 10
+
+
+async def test_the_page_and_its_assets_come_from_the_app(client: httpx.AsyncClient) -> None:
+    page = await client.get("/recall/ui")
+    assert page.status_code == 200 and 'data-testid="token"' in page.text
+    assert "http" not in page.text.replace("http-equiv", "")  # no CDN, no external asset
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    for name, kind in inspector.ASSETS.items():
+        asset = await client.get(f"/recall/ui/{name}")
+        assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
