@@ -4,6 +4,7 @@ the index resolved, the pool opened and the TTL sweeper started; all undone on l
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,9 @@ def _check_ttl(ttl: TTLConfig | None) -> None:
     for name in ("default_ttl", "sweep_interval_minutes"):
         minutes = ttl.get(name)
         if minutes is not None and (
-            isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes <= 0
+            isinstance(minutes, bool)
+            or not isinstance(minutes, int | float)
+            or not 0 < minutes < math.inf
         ):
             raise ConfigError(f"ttl {name} is a number of minutes above 0, not {minutes!r}")
 

@@ -71,7 +71,7 @@ def _embeddings(embed: object, settings: Settings) -> Embeddings:
     if embed is None:
         return configured_embeddings(settings)
     if isinstance(embed, str):
-        return load_embeddings(embed, cache_dir=settings.model_cache_dir)
+        return load_embeddings(embed, cache_dir=settings.model_cache_dir, source="index embed")
     if isinstance(embed, Embeddings) or callable(embed):
         return ensure_embeddings(embed)
     raise ConfigError(

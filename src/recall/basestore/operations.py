@@ -7,6 +7,7 @@ identical texts in one batch are embedded once), and every query.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -54,7 +55,9 @@ def _check_put(op: PutOp) -> None:
     if op.value is not None and not isinstance(op.value, Mapping):
         raise InvalidInputError(f"an item value is a dict, not {type(op.value).__name__}")
     ttl = op.ttl
-    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
+    if ttl is not None and (
+        isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf
+    ):
         raise InvalidInputError(f"ttl is a number of minutes above 0 (or None), not {ttl!r}")
     index = op.index
     if (

@@ -105,6 +105,14 @@ def _operator(
     out: CompiledFilter, target: sql.Composable, path: list[str], op: Any, value: Any, name: str
 ) -> None:
     at = sql.SQL("({} #> {})").format(target, out.param(path))
+    if op in ("$eq", "$ne") and (moment := _moment_or_none(value)) is not None:
+        # the same moment written another way (another offset, a datetime) is equal
+        text_at = sql.SQL("({} #>> {})").format(target, out.param(path))
+        same = sql.SQL(
+            "coalesce({0} = {1}::jsonb OR recall.store_timestamp({2}) = {3}, false)"
+        ).format(at, out.param(_jsonb(value, name)), text_at, out.param(moment))
+        out.parts.append(same if op == "$eq" else sql.SQL("NOT ") + same)
+        return
     if op == "$eq":
         if value is None:
             out.parts.append(sql.SQL("({0} IS NULL OR {0} = 'null'::jsonb)").format(at))
@@ -146,7 +154,7 @@ def _range(
         return sql.SQL("(jsonb_typeof({0}) = 'number' AND {0} {1} {2}::jsonb)").format(
             at, cmp, out.param(json_text(value))
         )
-    if isinstance(value, datetime | date) or (isinstance(value, str) and _ISO.match(value)):
+    if _is_moment(value):
         moment = _moment(value)
         text_at = sql.SQL("({} #>> {})").format(target, out.param(path))
         return sql.SQL("recall.store_timestamp({}) {} {}::timestamptz").format(
@@ -161,6 +169,23 @@ def _range(
         f"filter field {name!r}: a range compares a number, a text, a date or a boolean, "
         f"not {type(value).__name__}"
     )
+
+
+def _is_moment(value: object) -> bool:
+    """A `datetime`, a `date`, or an ISO 8601 text: compared as a moment in time."""
+    return isinstance(value, datetime | date) or (
+        isinstance(value, str) and bool(_ISO.match(value))
+    )
+
+
+def _moment_or_none(value: object) -> datetime | None:
+    """`value` as a moment when it is one (equality falls back to the text otherwise)."""
+    if not isinstance(value, datetime | date | str) or not _is_moment(value):
+        return None
+    try:
+        return _moment(value)
+    except InvalidInputError:
+        return None
 
 
 def _moment(value: datetime | date | str) -> datetime:

@@ -16,7 +16,11 @@ __all__ = ["configured_embeddings", "load_embeddings"]
 
 
 def load_embeddings(
-    spec: str, *, backend: str = "onnx", cache_dir: Path | None = None
+    spec: str,
+    *,
+    backend: str = "onnx",
+    cache_dir: Path | None = None,
+    source: str = "RECALL_EMBEDDING_MODEL",
 ) -> Embeddings:
     """Build embeddings from a setting: an offline model's name (`all-MiniLM-L6-v2`, the
     default, or `bge-small-en-v1.5`), or `provider:model`.
@@ -24,6 +28,8 @@ def load_embeddings(
     `provider:model` goes through LangChain's `init_embeddings`, so the matching integration
     (e.g. `langchain-openai` for `openai:text-embedding-3-small`) must be installed.
     `backend` and `cache_dir` apply to the default model only (see `MiniLMEmbeddings`).
+
+    `source` names where the spec came from, for error messages.
 
     Raises:
         ConfigError: the spec is not the default model and cannot be resolved.
@@ -34,7 +40,7 @@ def load_embeddings(
         return BgeSmallEmbeddings()
     if ":" not in spec:
         raise ConfigError(
-            f"RECALL_EMBEDDING_MODEL={spec!r} is invalid: use {DEFAULT_EMBEDDING_MODEL!r}, "
+            f"{source}={spec!r} is invalid: use {DEFAULT_EMBEDDING_MODEL!r}, "
             f"{BGE_MODEL_NAME!r} or 'provider:model' (e.g. 'openai:text-embedding-3-small')"
         )
     try:
@@ -43,13 +49,13 @@ def load_embeddings(
         )
     except ImportError as exc:
         raise ConfigError(
-            f"RECALL_EMBEDDING_MODEL={spec!r} needs the `langchain` package and the provider's "
+            f"{source}={spec!r} needs the `langchain` package and the provider's "
             "integration package (pip install langchain langchain-<provider>)"
         ) from exc
     try:
         return init_embeddings(spec)  # type: ignore[no-any-return,unused-ignore]  # untyped in some langchain versions
     except Exception as exc:
-        raise ConfigError(f"RECALL_EMBEDDING_MODEL={spec!r} could not be loaded: {exc}") from exc
+        raise ConfigError(f"{source}={spec!r} could not be loaded: {exc}") from exc
 
 
 def configured_embeddings(settings: Settings) -> Embeddings:
