@@ -45,7 +45,8 @@ class StoreBase:
         settings: limits, search and index settings.
         database: where the pool connects (kept for the embedded server's lifetime).
         fusion: the hybrid mode's calibrated fusion model.
-        read_pool: a replica's pool for searches and reads; None uses `pool`.
+        read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads
+            stay on `pool` until the replica has replayed their latest write here (0021).
     """
 
     def __init__(
