@@ -5,17 +5,19 @@ cache that writes keep current, and closing."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple, Self
 
 import psycopg
+import structlog
 from cachetools import TTLCache
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from recall.config import Settings
 from recall.db.pool import Database
+from recall.db.replica import wal_replayed, wal_written
 from recall.db.rls import as_owner, scope
 from recall.embeddings import Embedder
 from recall.errors import InvalidInputError, StoreError
@@ -23,6 +25,8 @@ from recall.memory import Turn, make_turn
 from recall.search.fusion import DEFAULT_FUSION, FusionModel
 
 __all__ = ["Plan", "StoreBase"]
+
+log = structlog.stdlib.get_logger(__name__)
 
 
 class Plan(NamedTuple):
@@ -41,7 +45,8 @@ class StoreBase:
         settings: limits, search and index settings.
         database: where the pool connects (kept for the embedded server's lifetime).
         fusion: the hybrid mode's calibrated fusion model.
-        read_pool: a replica's pool for searches and reads; None uses `pool`.
+        read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads
+            stay on `pool` until the replica has replayed their latest write here (0021).
     """
 
     def __init__(
@@ -65,6 +70,10 @@ class StoreBase:
         # and erasure in this process drop the user's entry.
         self._plans: TTLCache[str, Plan] = TTLCache(maxsize=10000, ttl=300)
         self._index_tasks: dict[str, asyncio.Task[None]] = {}
+        # With a replica: the primary's WAL end after each user's latest write or erasure in
+        # this process. Their reads go to the primary until the replica has replayed that far
+        # (decision 0021); an entry goes once seen replayed, or after an hour.
+        self._fences: TTLCache[str, int] = TTLCache(maxsize=100000, ttl=3600)
         self._closed = False
 
     @asynccontextmanager
@@ -117,14 +126,19 @@ class StoreBase:
         user: str | None = None,
         all_users: bool = False,
         owner: bool = False,
+        reader: str | None = None,
+        fence: Collection[str] = (),
     ) -> AsyncIterator[AsyncConnection[Any]]:
         """A connection for operation `op`: from the read pool when `read`; in a transaction
-        scoped to `user` (or `all_users`), or as the owner role (`owner`), or as it comes."""
+        scoped to `user` (or `all_users`), or as the owner role (`owner`), or as it comes.
+
+        A read is for `reader` (or `user`): it goes to the primary while the replica has not
+        replayed that user's latest write. A write names the users it changes in `fence`.
+        """
         if self._closed:
             raise StoreError("the store is closed")
-        pool = self.read_pool if read else self.pool
         try:
-            async with pool.connection() as conn:
+            async with self._pooled(read, reader or user) as conn:
                 if owner:
                     async with as_owner(conn):
                         yield conn
@@ -133,10 +147,43 @@ class StoreBase:
                         yield conn
                 else:
                     yield conn
+                if fence and self.read_pool is not self.pool:
+                    await self._fence(conn, fence)
         except PoolTimeout as exc:
             raise StoreError(f"{op}: no database connection available: {exc}") from exc
         except psycopg.Error as exc:
             raise StoreError(f"{op} failed: {exc}") from exc
+
+    @asynccontextmanager
+    async def _pooled(self, read: bool, reader: str | None) -> AsyncIterator[AsyncConnection[Any]]:
+        """A primary connection, or for a read a replica one, unless the replica has not yet
+        replayed `reader`'s latest write: then a primary one, without waiting."""
+        fence = self._fences.get(reader) if read and reader is not None else None
+        if not read:
+            pool = self.pool
+        elif fence is None or reader is None:
+            pool = self.read_pool
+        else:
+            async with self.read_pool.connection() as conn:
+                replayed = await wal_replayed(conn)
+                caught_up = replayed is None or replayed >= fence  # None: not a standby
+                if caught_up:
+                    if self._fences.get(reader) == fence:  # not moved on by a newer write
+                        self._fences.pop(reader, None)
+                    yield conn
+            if caught_up:
+                return
+            log.info("store.replica.behind", behind_bytes=fence - (replayed or 0))
+            pool = self.pool
+        async with pool.connection() as conn:
+            yield conn
+
+    async def _fence(self, conn: AsyncConnection[Any], users: Collection[str]) -> None:
+        """Note, after a write has committed on `conn`, where the primary's WAL ends: the
+        users' reads stay on the primary until the replica has replayed that far."""
+        position = await wal_written(conn)
+        for user in users:
+            self._fences[user] = max(position, self._fences.get(user, 0))
 
     def _turn(self, user_id: object, user_message: object, ai_response: object, **kw: Any) -> Turn:
         """A checked turn, with this store's length and metadata limits."""

@@ -187,7 +187,8 @@ class Bulk(StoreBase):
     async def _write_batch(
         self, turns: list[Turn], vectors: list[Vector], clock: datetime, first: int
     ) -> tuple[list[str], int]:
-        async with self._conn("add_turns", all_users=True) as conn:
+        users = {t.user_id for t in turns}
+        async with self._conn("add_turns", all_users=True, fence=users) as conn:
             ids, new = await copy_turns(
                 conn, turns, vectors, self.embedder.name, clock=clock, first=first
             )

@@ -109,7 +109,7 @@ class Conversations(StoreBase):
             if (memory.kind, memory.user_id, memory.conversation_id) != ("summary", uid, cid):
                 raise InvalidInputError("store_chunk stores summaries of this conversation only")
         checked = [self.embedder.check_vector(v) for v in vectors]
-        async with self._conn("store_chunk", user=uid) as conn:
+        async with self._conn("store_chunk", user=uid, fence=(uid,)) as conn:
             stored = await db.store_chunk(
                 conn,
                 uid,
@@ -151,7 +151,7 @@ class Conversations(StoreBase):
         uid, cid = _ids(user_id, conversation_id)
         if not isinstance(summary, str):
             raise InvalidInputError(f"summary must be a string, not {type(summary).__name__}")
-        async with self._conn("set_chat_summary", user=uid) as conn:
+        async with self._conn("set_chat_summary", user=uid, fence=(uid,)) as conn:
             await db.set_chat_summary(conn, uid, cid, summary, last_memory_id)
 
     async def pending_conversations(

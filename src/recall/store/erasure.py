@@ -31,7 +31,7 @@ class Erasure(StoreBase):
         uid, mid = memory_key(user_id, memory_id)
         if mid is None:
             return False
-        async with self._conn("delete", user=uid) as conn:
+        async with self._conn("delete", user=uid, fence=(uid,)) as conn:
             deleted = await delete_memory(conn, uid, mid)
         self._plans.pop(uid, None)
         return deleted
@@ -57,7 +57,7 @@ class Erasure(StoreBase):
             forgotten = await forget_user_rows(conn, uid)
         # an index may exist without its row when a build raced the erasure: drop by name
         name = forgotten.hnsw_index or index_name(uid)
-        async with self._conn("forget_user", owner=True) as conn:
+        async with self._conn("forget_user", owner=True, fence=(uid,)) as conn:
             await drop_user_index(conn, name)
         self._plans.pop(uid, None)
         count = forgotten.memories

@@ -137,7 +137,9 @@ class Search(Maintenance):
         if not isinstance(keywords, str):
             raise InvalidInputError(f"keywords must be a string, not {type(keywords).__name__}")
         limit = check_limit(limit)
-        async with self._conn("keyword_search", read=True) as conn:  # one call, scoped inside
+        async with self._conn(
+            "keyword_search", read=True, reader=uid
+        ) as conn:  # one call, scoped inside
             rows = await keyword_rows(
                 conn,
                 user_id=uid,
@@ -167,7 +169,7 @@ class Search(Maintenance):
             # A user whose plan is known: recall.search_exact and recall.search_indexed set
             # the row-level security key themselves (migrations 0005, 0010), so no
             # transaction: one round trip.
-            async with self._conn("search", read=True) as conn:
+            async with self._conn("search", read=True, reader=uid) as conn:
                 return await self._vector_rows(
                     conn, uid, vector, limit, max_distance, plan.hnsw_index
                 )
@@ -198,7 +200,7 @@ class Search(Maintenance):
         self, uid: str, text: str, vector: Vector, limit: int
     ) -> list[MemoryRow]:
         # recall.search_keyword sets the row-level security key itself: no transaction
-        async with self._conn("search", read=True) as conn:
+        async with self._conn("search", read=True, reader=uid) as conn:
             return await keyword_rows(
                 conn, user_id=uid, keywords=keywords_from_text(text), vector=vector, limit=limit
             )

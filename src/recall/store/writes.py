@@ -54,7 +54,7 @@ class Writes(StoreBase):
         [vector] = await self.embedder.embed_documents([turn.text])
         # recall.add_memory sets the row-level security key itself (migration 0009): one
         # round trip, one transaction
-        async with self._conn("add_turn") as conn:
+        async with self._conn("add_turn", fence=(turn.user_id,)) as conn:
             row = await add_memory(conn, turn, vector, self.embedder.name)
         if row is None:  # deleted between its two statements: store it again next time
             raise StoreError("add_turn: the turn was deleted while it was being stored")

@@ -1,0 +1,11 @@
+-- Read-your-writes on a streaming replica (docs/decisions/0021-read-replica.md): where the
+-- primary's WAL ends after a write, and how far a standby has replayed it, as byte positions.
+
+-- name: wal_written
+-- The end of the WAL inserted so far: past the commit record of every transaction this
+-- session has finished, whatever synchronous_commit says.
+SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint;
+
+-- name: wal_replayed
+-- NULL when the server is not a standby (a primary, or a logical replica).
+SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint;
