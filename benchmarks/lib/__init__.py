@@ -2,13 +2,16 @@
 more than one of them needs lives here, never in another script:
 
 - `lib.run`: the entry point (logging as deployed) and the command line;
-- `lib.db`: a fresh database per run, settling a table after a load, a bare app-role connection;
+- `lib.db`: a fresh database per run (or one kept between runs), settling a table after a load,
+  a bare app-role connection;
 - `lib.corpus`: the LoCoMo file (turn pairs and questions);
 - `lib.regimes`: LoCoMo's questions asked of the whole conversation, of small users and
   after each was asked once before (who holds which memories, what each question should
   find);
 - `lib.data`: skewed synthetic users with LoCoMo texts and clustered vectors, loaded through
   `MemoryStore.add_turns`, with queries and their exact answers;
+- `lib.items`: LangGraph store items in namespaces of skewed sizes, with clustered vectors
+  handed to the stores by an `embed` that looks them up, queries and their exact answers;
 - `lib.timing`: timed calls, compared systems taking turns, percentiles;
 - `lib.report`: Markdown tables and the script's section of docs/benchmarks.md.
 """

@@ -1,4 +1,5 @@
-"""Databases for benchmarks: a fresh one per run, on a given server or an embedded one."""
+"""Databases for benchmarks: a fresh one per run (or one kept between runs), on a given server
+or an embedded one."""
 
 from __future__ import annotations
 
@@ -19,14 +20,19 @@ BENCH_DATA_DIR = ROOT / ".recall" / "bench-pgdata"
 SERVER_URL = "RECALL_BENCH_DATABASE_URL"
 
 
-async def fresh_database(name: str) -> str:
-    """Drop and create database `name` on the server at $RECALL_BENCH_DATABASE_URL, or on an
-    embedded server in .recall/bench-pgdata (stopped at exit); return its URL. The database
-    stays after the run, for a look with psql."""
-    server_url = os.environ.get(SERVER_URL) or await EmbeddedServer(BENCH_DATA_DIR).astart(
+async def server_url() -> str:
+    """The URL of the benchmarks' server: $RECALL_BENCH_DATABASE_URL, or an embedded server in
+    .recall/bench-pgdata (started once, stopped at exit)."""
+    return os.environ.get(SERVER_URL) or await EmbeddedServer(BENCH_DATA_DIR).astart(
         stop_at_exit=True
     )
-    conn = await connect_once(server_url)
+
+
+async def fresh_database(name: str) -> str:
+    """Drop and create database `name` on the benchmarks' server (`server_url`); return its
+    URL. The database stays after the run, for a look with psql."""
+    server = await server_url()
+    conn = await connect_once(server)
     try:
         await conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
@@ -34,7 +40,33 @@ async def fresh_database(name: str) -> str:
         await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     finally:
         await conn.close()
-    return make_conninfo(server_url, dbname=name)
+    return make_conninfo(server, dbname=name)
+
+
+async def kept_database(name: str) -> tuple[str, bool]:
+    """Database `name` on the benchmarks' server, created when missing: its URL, and whether
+    it was there before (a run's data kept for the next run)."""
+    server = await server_url()
+    conn = await connect_once(server)
+    try:
+        cur = await conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+        existed = await cur.fetchone() is not None
+        if not existed:
+            await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    finally:
+        await conn.close()
+    return make_conninfo(server, dbname=name), existed
+
+
+async def drop_database(name: str) -> None:
+    """Drop database `name` from the benchmarks' server, if it is there."""
+    conn = await connect_once(await server_url())
+    try:
+        await conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+    finally:
+        await conn.close()
 
 
 async def settle(url: str, *tables: str) -> None:

@@ -53,8 +53,8 @@ def _imported_from(tree: ast.Module) -> dict[str, set[str]]:
 
 def test_the_suite_is_the_scripts_that_remain() -> None:
     assert [p.stem for p in SCRIPTS] == [
-        "bulk_writers", "consolidation", "ef_search", "embedding", "latency", "load", "locomo",
-        "pool_size", "replica",
+        "basestore", "bulk_writers", "consolidation", "ef_search", "embedding", "latency", "load",
+        "locomo", "pool_size", "replica",
     ]  # fmt: skip
 
 
@@ -261,6 +261,40 @@ def test_exact_top_is_the_users_nearest_memories() -> None:
     assert exact_top(data, "u", q, k=5) == {f"m{i}" for i in np.argsort(-cosines)[:5]}
     ((user, query),) = queries_for(data, ["u"], 1, rng)
     assert user == "u" and np.linalg.norm(query) == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize(("total", "count"), [(100_000, 1_000), (5_000, 100), (7, 7)])
+def test_skewed_namespaces_hold_every_item_each_at_least_one(total: int, count: int) -> None:
+    from lib.items import skewed_sizes
+
+    sizes = skewed_sizes(total, count, np.random.default_rng(total))
+    assert len(sizes) == count and int(sizes.sum()) == total and int(sizes.min()) >= 1
+    if total == 100_000:  # the shape: a few items to a few thousand
+        assert int(sizes.min()) <= 5 and 1_000 < int(sizes.max()) < 10_000
+    with pytest.raises(ValueError, match="cannot fill"):
+        skewed_sizes(3, 4, np.random.default_rng(0))
+
+
+async def test_items_answer_their_queries_exactly_and_embed_by_lookup() -> None:
+    from lib.items import bucket, bucket_labels, key, make_items
+
+    items = make_items(600, 20, 2, np.random.default_rng(1))
+    puts = list(items.puts())
+    assert len(puts) == 600 and len(items.queries) == 40
+    assert {op.namespace for op in puts} == set(items.namespaces)
+    first = puts[0]
+    assert first.value == {"text": "item-0-0", "n": 0} and first.key == key(0)
+    assert await items.embed(["item-0-0"]) == [items.rows(0)[0].tolist()]
+    for q in items.queries[:5]:
+        rows = items.rows(q.namespace)
+        top = items.exact_top(q, 10)
+        assert len(top) == min(10, len(rows))
+        assert top == [key(int(i)) for i in np.argsort(-(rows @ q.vector))[: len(top)]]
+        assert await items.embed([q.text]) == [q.vector.tolist()]
+    assert [bucket(n) for n in (1, 9, 10, 999, 1000, 50_000)] == [
+        "1-9", "1-9", "10-99", "100-999", "1,000+", "1,000+",
+    ]  # fmt: skip
+    assert bucket_labels() == ["1-9", "10-99", "100-999", "1,000+"]
 
 
 def _conversation(
