@@ -161,10 +161,13 @@ async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[Sto
         params.update(query=plan.query, dims=plan.dims)
     else:
         name = "store_search_ranked"
+        parts["vscope"] = scope(plan.prefix, "v")[0]
         weights = dict(zip(("w0", "w1", "w2", "w3", "w4", "w5"), plan.weights, strict=True))
         params.update(
             query=plan.query, dims=plan.dims, words=list(plan.words), mode=plan.mode, **weights
         )
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    await cur.execute(_composed(name, **parts), params)
+    # planned for these values every time: a generic plan cannot see how many rows a
+    # namespace's key range holds, and one prefix may hold 1 item or 100,000
+    await cur.execute(_composed(name, **parts), params, prepare=False)
     return await cur.fetchall()

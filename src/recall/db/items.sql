@@ -64,12 +64,14 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- name: store_search_semantic
 -- Exact: every vector under the prefix is compared (no approximate index, so nothing comes back
 -- short), and an item counts once, with its best text's cosine. Items without a vector (put
--- with index=False) follow the scored ones, with no score.
-WITH scored AS (
-    SELECT v.ns, v.key, 1 - min(v.embedding <=> %(query)s::vector) AS score
+-- with index=False) follow the scored ones, with no score. The distances are computed first
+-- (MATERIALIZED), so the grouping sorts small rows, not 1.5 KB vectors.
+WITH distances AS MATERIALIZED (
+    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
-    WHERE {vscope} AND vector_dims(v.embedding) = %(dims)s
-    GROUP BY v.ns, v.key
+    WHERE {vscope} AND v.dims = %(dims)s
+), scored AS (
+    SELECT ns, key, 1 - min(distance) AS score FROM distances GROUP BY ns, key
 )
 SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
 FROM recall.store_items AS i
@@ -105,12 +107,15 @@ WITH items AS MATERIALIZED (
                * 2.2 / (1 + 1.2 * (0.25 + 0.75 * h.doc_len / st.avgdl))) AS bm25
     FROM hits AS h JOIN df USING (term) CROSS JOIN stats AS st
     GROUP BY h.ns, h.key
-), vec AS (
-    SELECT v.ns, v.key, 1 - min(v.embedding <=> %(query)s::vector) AS cosine
+), distances AS MATERIALIZED (
+    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
-    JOIN items AS it ON it.ns = v.ns AND it.key = v.key
-    WHERE vector_dims(v.embedding) = %(dims)s
-    GROUP BY v.ns, v.key
+    WHERE {vscope} AND v.dims = %(dims)s
+), vec AS (
+    SELECT d.ns, d.key, 1 - min(d.distance) AS cosine
+    FROM distances AS d
+    JOIN items AS it ON it.ns = d.ns AND it.key = d.key
+    GROUP BY d.ns, d.key
 ), vr AS (
     SELECT ns, key, cosine, rank() OVER (ORDER BY cosine DESC) - 1 AS r FROM vec
 ), kr AS (
