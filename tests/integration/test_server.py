@@ -162,6 +162,14 @@ def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str
         )
         assert run.status_code == 404
 
+        # the memory inspector is served by the same app, inside langgraph dev
+        page = client.get("/recall/ui")
+        assert page.status_code == 200 and 'data-testid="token"' in page.text
+        mine = client.get("/recall/api/memories", headers=_headers("alice")).json()["memories"]
+        assert any(m["user_message"] == "I adopted a dog named Max" for m in mine)
+        theirs = client.get("/recall/api/memories", headers=_headers("bob")).json()["memories"]
+        assert all("Max" not in m["user_message"] for m in theirs)
+
         health = client.get("/recall/health", headers=_headers("alice"))
         assert health.status_code == 200 and health.json()["ok"] is True
 
