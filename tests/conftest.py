@@ -118,10 +118,13 @@ class Databases:
                 await conn.close()
 
 
-async def add_citus_nodes(coordinator: str, workers: list[str]) -> None:
+async def add_citus_nodes(
+    coordinator: str, workers: list[str], *, only_workers: bool = False
+) -> None:
     """Citus and pgvector in a new database on every node, the workers added to the
-    coordinator (Citus keeps its node list per database)."""
-    for url in [coordinator, *workers]:
+    coordinator (Citus keeps its node list per database); `only_workers` for a database whose
+    coordinator is set up already."""
+    for url in workers if only_workers else [coordinator, *workers]:
         conn = await connect_once(url)
         try:
             await conn.execute(b"CREATE EXTENSION IF NOT EXISTS citus")
@@ -130,10 +133,11 @@ async def add_citus_nodes(coordinator: str, workers: list[str]) -> None:
             await conn.close()
     conn = await connect_once(coordinator)
     try:
-        info = conninfo_to_dict(coordinator)
-        await conn.execute(
-            b"SELECT citus_set_coordinator_host(%s, %s)", (info["host"], int(str(info["port"])))
-        )
+        if not only_workers:
+            info = conninfo_to_dict(coordinator)
+            await conn.execute(
+                b"SELECT citus_set_coordinator_host(%s, %s)", (info["host"], int(str(info["port"])))
+            )
         for url in workers:
             info = conninfo_to_dict(url)
             await conn.execute(

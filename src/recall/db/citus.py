@@ -51,4 +51,3 @@ async def keep_inline(conn: AsyncConnection[Any], column: str, *, citus: bool) -
     failed = [r for r in results if not r.success]
     if failed:
         raise StoreError(f"SET STORAGE MAIN failed on {len(failed)} shards: {failed[0].result}")
-

@@ -231,9 +231,9 @@ async def bind_embedding_space(
                 conn, "set_embedding_space", {"model_name": model_name, "dimensions": dimensions}
             )
             await conn.execute(
-                sql.SQL("ALTER TABLE recall.memories ALTER COLUMN embedding TYPE vector({})").format(
-                    sql.Literal(dimensions)
-                )
+                sql.SQL(
+                    "ALTER TABLE recall.memories ALTER COLUMN embedding TYPE vector({})"
+                ).format(sql.Literal(dimensions))
             )
             # a new type resets the storage: keep vectors in the row (migration 0006)
             citus = await is_citus(conn)
