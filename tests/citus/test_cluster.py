@@ -35,7 +35,7 @@ async def test_the_writer_loses_and_duplicates_nothing_through_a_worker_restart(
         )
 
         async def write(n: int) -> list[str]:
-            outcomes = []
+            outcomes: list[str] = []
             for i in range(n):
                 outcomes.append(
                     await writer.submit(
@@ -97,7 +97,7 @@ async def test_adding_a_worker_and_rebalancing_while_searches_run(
                         hits = await store.search(
                             u, f"{u} fact 3", limit=3, mode="hybrid", similarity_threshold=0.0
                         )
-                    except Exception:  # noqa: BLE001 - counted, and the test fails on any
+                    except Exception:  # counted: the test fails on any
                         errors += 1
                         continue
                     searches += 1

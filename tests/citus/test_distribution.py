@@ -133,7 +133,7 @@ async def test_recall_store_works_on_the_coordinator(databases: Databases) -> No
         item = await s.aget(("alice", "memories"), "m1")
         assert item is not None and item.value == {"text": "Allergic to peanuts"}
         hits = await s.asearch(("alice",), query="Allergic to peanuts", limit=2)
-        assert [h.key for h in hits][0] == "m1" and {h.namespace[0] for h in hits} == {"alice"}
+        assert hits[0].key == "m1" and {h.namespace[0] for h in hits} == {"alice"}
         assert await s.alist_namespaces(prefix=("bob",)) == [("bob", "memories")]
         await s.adelete(("alice", "memories"), "m1")
         assert await s.aget(("alice", "memories"), "m1") is None
