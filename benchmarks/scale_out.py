@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from lib.corpus import conversation_pairs
 from lib.data import BATCH, Data, make_data, queries_for, search_call, turns
-from lib.report import ROOT, git_revision, machine, table, write_section
+from lib.report import ROOT, git_revision, machine, publish, table
 from lib.run import parser, run
 from lib.timing import percentiles
 from psycopg import sql
@@ -40,7 +40,6 @@ from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 
 SCRIPT = ROOT / "scripts" / "citus-cluster"
-DOC = ROOT / "docs" / "scaling.md"
 DIMS = 384
 
 
@@ -213,9 +212,7 @@ async def main() -> None:
             table(HEADERS, rows),
         ]
     )
-    print(body)
-    if not args.no_write:
-        write_section("scale-out", body, DOC)
+    publish("scale-out", body, write=not args.no_write)
 
 
 if __name__ == "__main__":
