@@ -161,7 +161,7 @@ async def main() -> None:
     rng = np.random.default_rng(7)
     pairs = conversation_pairs(args.data)
     folder = Path(tempfile.mkdtemp(prefix="recall-scale-out."))
-    folder.chmod(0o755)  # the nodes run as the postgres OS user
+    await asyncio.to_thread(shutil.chown, folder, "postgres")  # the nodes run as that OS user
     rows = []
     try:
         single, multi = folder / "single", folder / "cluster"
