@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test lint typecheck unit run demo bench clean
+.PHONY: install test test-citus lint typecheck unit run demo bench clean
 
 # pip install $(1): progress on a terminal, the log kept either way; the log printed on failure
 pip = if [ -t 1 ]; then $(PY) -m pip install --progress-bar on $(1) 2>&1 | tee -a $(PIP_LOG); \
@@ -49,6 +49,13 @@ typecheck: install
 
 test: lint typecheck
 	$(PY) -m pytest
+
+# The store's integration tests on a real Citus cluster (docs/scaling.md): Debian's build
+# packages (apt), Citus and pgvector built once from ../shared/vendor into .recall/citus, a
+# coordinator and two workers on free local ports, the tests marked `citus`, then the cluster
+# stopped and removed whatever happens (scripts/citus-cluster).
+test-citus: install
+	scripts/citus-cluster test $(PY)
 
 # Demo tokens for the example server; set your own in RECALL_AUTH_TOKENS ("token:user,...").
 RECALL_AUTH_TOKENS ?= alice-token:alice,bob-token:bob

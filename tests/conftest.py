@@ -1,5 +1,11 @@
 """Shared fixtures: a real PostgreSQL + pgvector (the embedded server unless
-RECALL_TEST_DATABASE_URL points at another), one fresh database per test session."""
+RECALL_TEST_DATABASE_URL points at another), one fresh database per test session.
+
+With RECALL_TEST_CITUS=1 (`make test-citus`, scripts/citus-cluster) the server is a Citus
+coordinator and RECALL_TEST_CITUS_WORKERS lists its workers: each new database is made on every
+node, with citus and pgvector, and its workers are added to its coordinator. Only tests marked
+`citus` (CITUS_MODULES, tests/citus/) are meant to run then; tests/citus/ is not collected
+without a cluster."""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from typing import Any
 
 import pytest
 from psycopg import AsyncConnection, sql
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
@@ -24,6 +30,46 @@ from recall.testing import FakeEmbeddings
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_DATA_DIR = ROOT / ".recall" / "test-pgdata"
+CITUS = os.environ.get("RECALL_TEST_CITUS") == "1"
+CITUS_WORKERS = [u for u in os.environ.get("RECALL_TEST_CITUS_WORKERS", "").split(",") if u]
+
+# the existing integration tests that also run on a Citus cluster (marked `citus`)
+CITUS_MODULES = {
+    "test_store.py",
+    "test_erasure.py",
+    "test_isolation.py",
+    "test_row_level_security.py",
+    "test_reembed.py",
+    "test_nodes.py",
+    "test_retrieval.py",
+    "test_exact_search.py",
+    "test_conversations.py",
+    "test_text_search_columns.py",
+    "test_hostile_input.py",
+}
+
+# ... except these, which check how plain PostgreSQL runs a statement, not what it returns:
+# EXPLAIN plans and index statistics read on the coordinator (Citus runs the statement on a
+# worker), the generic plans and the policies' InitPlan that migration 0013 turns off on Citus
+PLAIN_ONLY = {
+    "test_naive_filtered_query_uses_the_global_index_and_loses_results",
+    "test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after",
+    "test_search_functions_plan_once_for_every_user",
+    "test_the_policy_reads_the_key_once_per_query",
+    # expects the large user's index built by the test above it, not run on Citus
+    "test_erasing_a_large_user_drops_their_index",
+}
+
+collect_ignore = [] if CITUS else ["citus"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if item.path.parent.name == "citus" or (
+            item.path.name in CITUS_MODULES and name not in PLAIN_ONLY
+        ):
+            item.add_marker(pytest.mark.citus)
 
 
 def free_port() -> int:
@@ -49,25 +95,66 @@ class Databases:
         self.server_url = server_url
         self.created: list[str] = []
 
+    @property
+    def servers(self) -> list[str]:
+        """The test server, and on Citus its workers."""
+        return [self.server_url, *(CITUS_WORKERS if CITUS else [])]
+
     async def create(self, prefix: str = "recall_test") -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-        conn = await connect_once(self.server_url)
-        try:
-            await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        finally:
-            await conn.close()
+        for server in self.servers:
+            conn = await connect_once(server)
+            try:
+                await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            finally:
+                await conn.close()
         self.created.append(name)
-        return make_conninfo(self.server_url, dbname=name)
+        url = make_conninfo(self.server_url, dbname=name)
+        if CITUS:
+            await add_citus_nodes(url, [make_conninfo(w, dbname=name) for w in CITUS_WORKERS])
+        return url
 
     async def drop_all(self) -> None:
-        conn = await connect_once(self.server_url)
+        for server in self.servers:
+            conn = await connect_once(server)
+            try:
+                for name in self.created:
+                    await conn.execute(
+                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                            sql.Identifier(name)
+                        )
+                    )
+            finally:
+                await conn.close()
+
+
+async def add_citus_nodes(
+    coordinator: str, workers: list[str], *, only_workers: bool = False
+) -> None:
+    """Citus and pgvector in a new database on every node, the workers added to the
+    coordinator (Citus keeps its node list per database); `only_workers` for a database whose
+    coordinator is set up already."""
+    for url in workers if only_workers else [coordinator, *workers]:
+        conn = await connect_once(url)
         try:
-            for name in self.created:
-                await conn.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                )
+            await conn.execute(b"CREATE EXTENSION IF NOT EXISTS citus")
+            await conn.execute(b"CREATE EXTENSION IF NOT EXISTS vector")
         finally:
             await conn.close()
+    conn = await connect_once(coordinator)
+    try:
+        if not only_workers:
+            info = conninfo_to_dict(coordinator)
+            await conn.execute(
+                b"SELECT citus_set_coordinator_host(%s, %s)", (info["host"], int(str(info["port"])))
+            )
+        for url in workers:
+            info = conninfo_to_dict(url)
+            await conn.execute(
+                b"SELECT citus_add_node(%s, %s)", (info["host"], int(str(info["port"])))
+            )
+    finally:
+        await conn.close()
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,9 @@ async def test_a_query_without_a_user_filter_sees_only_the_scoped_user(
 async def test_writing_another_users_row_is_refused(store: MemoryStore, user: str) -> None:
     memory = await store.add_turn(user + "-victim", "the victim's memory", "ok")
     await store.add_turn(user, "my own memory", "ok")  # the forged row copies its vector
-    with pytest.raises(StoreError, match="row-level security policy"):
+    # Citus refuses the INSERT ... SELECT before any policy check: "COPY FROM not supported
+    # with row-level security"
+    with pytest.raises(StoreError, match="row-level security"):
         async with store.connection(user) as conn:
             await conn.execute(
                 b"INSERT INTO recall.memories (user_id, user_message, ai_response, content_hash,"

@@ -18,6 +18,7 @@ import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
+from recall.db.citus import is_citus, keep_inline
 from recall.db.rows import EmbeddingSpace, VectorExtension
 from recall.db.sql import fetch_one, fetch_value, fetch_values, run
 from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError, StoreError
@@ -28,6 +29,7 @@ __all__ = [
     "Migration",
     "apply_migrations",
     "bind_embedding_space",
+    "distribute",
     "ensure_extension",
     "load_migrations",
     "lock_schema",
@@ -185,7 +187,29 @@ async def apply_migrations(
             )
             applied.append(migration.version)
             log.info("db.migrate.applied", version=migration.version, name=migration.name)
+    await distribute(conn)
     return applied
+
+
+async def distribute(conn: AsyncConnection[Any]) -> int:
+    """On a Citus coordinator, distribute what is not yet distributed (migration 0013's
+    `recall.distribute()`: user tables by user_id, the per-user functions with them); a no-op
+    elsewhere and once done. Returns the number of tables it distributed.
+
+    Raises:
+        MigrationError: Citus refused a step (the transaction is rolled back whole).
+    """
+    async with conn.transaction():
+        await lock_schema(conn)
+        if not await fetch_value(conn, "can_distribute"):
+            return 0
+        try:
+            count = int(await fetch_value(conn, "distribute"))
+        except psycopg.Error as exc:
+            raise MigrationError(f"distributing the tables on Citus failed: {exc}") from exc
+    if count:
+        log.info("db.citus.distributed", tables=count)
+    return count
 
 
 async def bind_embedding_space(
@@ -198,6 +222,7 @@ async def bind_embedding_space(
     Raises:
         EmbeddingMismatchError: the database was built with another model or dimension.
     """
+    citus = False
     async with conn.transaction():
         await lock_schema(conn)
         space = await fetch_one(conn, "get_embedding_space", None, EmbeddingSpace)
@@ -207,13 +232,18 @@ async def bind_embedding_space(
             )
             await conn.execute(
                 sql.SQL(
-                    # a new type resets the storage: keep vectors in the row (migration 0006)
-                    "ALTER TABLE recall.memories ALTER COLUMN embedding TYPE vector({}),"
-                    " ALTER COLUMN embedding SET STORAGE MAIN"
+                    "ALTER TABLE recall.memories ALTER COLUMN embedding TYPE vector({})"
                 ).format(sql.Literal(dimensions))
             )
-            log.info("db.embedding_space.bound", model=model_name, dimensions=dimensions)
-            return
+            # a new type resets the storage: keep vectors in the row (migration 0006)
+            citus = await is_citus(conn)
+            if not citus:
+                await keep_inline(conn, "embedding", citus=False)
+    if space is None:
+        if citus:  # the shards are altered over connections of their own: after the commit
+            await keep_inline(conn, "embedding", citus=True)
+        log.info("db.embedding_space.bound", model=model_name, dimensions=dimensions)
+        return
     stored_model, stored_dims = space.model_name, space.dimensions
     if (stored_model, stored_dims) != (model_name, dimensions):
         raise EmbeddingMismatchError(

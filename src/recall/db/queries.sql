@@ -34,6 +34,15 @@ SELECT checksum FROM recall.schema_migrations WHERE version = %(version)s;
 INSERT INTO recall.schema_migrations (version, name, checksum)
 VALUES (%(version)s, %(name)s, %(checksum)s);
 
+-- name: can_distribute
+-- A Citus coordinator whose schema has recall.distribute() (migration 0013).
+SELECT to_regprocedure('recall.distribute()') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus');
+
+-- name: distribute
+-- Distributes what is not yet distributed (migration 0013); the number of tables it distributed.
+SELECT recall.distribute();
+
 -- name: get_embedding_space
 SELECT model_name, dimensions FROM recall.embedding_space;
 
@@ -246,10 +255,17 @@ WHERE user_id = %(user_id)s AND id = %(id)s;
 -- name: reembed_lock_table
 LOCK TABLE recall.memories IN SHARE ROW EXCLUSIVE MODE;
 
--- name: reembed_swap
+-- name: reembed_swap_drop
+-- The swap is four statements run one by one (Citus passes each on to the shards by itself).
 ALTER TABLE recall.memories DROP COLUMN embedding;
+
+-- name: reembed_swap_rename
 ALTER TABLE recall.memories RENAME COLUMN embedding_next TO embedding;
+
+-- name: reembed_swap_not_null
 ALTER TABLE recall.memories ALTER COLUMN embedding SET NOT NULL;
+
+-- name: reembed_swap_indexes
 UPDATE recall.users SET hnsw_index = NULL WHERE hnsw_index IS NOT NULL;
 
 -- name: progress_get
@@ -262,7 +278,7 @@ INSERT INTO recall.progress AS p
 VALUES (%(user_id)s, %(conversation_id)s, %(last_hash)s, %(last_created_at)s, %(last_memory_id)s)
 ON CONFLICT (user_id, conversation_id) DO UPDATE
 SET last_hash = excluded.last_hash, last_created_at = excluded.last_created_at,
-    last_memory_id = excluded.last_memory_id, updated_at = now();
+    last_memory_id = excluded.last_memory_id, updated_at = excluded.updated_at;  -- as below
 
 -- name: turns_after
 -- The conversation's turns after the tracker's position, oldest first.
@@ -309,7 +325,8 @@ WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s;
 INSERT INTO recall.summaries AS s (user_id, conversation_id, summary, last_memory_id)
 VALUES (%(user_id)s, %(conversation_id)s, %(summary)s, %(last_memory_id)s)
 ON CONFLICT (user_id, conversation_id) DO UPDATE
-SET summary = excluded.summary, last_memory_id = excluded.last_memory_id, updated_at = now();
+SET summary = excluded.summary, last_memory_id = excluded.last_memory_id,
+    updated_at = excluded.updated_at;  -- the default now(): Citus wants IMMUTABLE here
 
 -- name: conversation_recent
 -- The conversation's newest memories of one kind.
@@ -343,12 +360,14 @@ GROUP BY bucket
 ORDER BY min(memory_count);
 
 -- name: set_user
--- Row-level security key for this transaction (migration 0004).
-SELECT set_config('recall.user_id', %(user_id)s, true);
+-- Row-level security key for this transaction (migration 0004), through the function that the
+-- searches use too: on Citus it is a SET command that reaches the workers (migration 0013).
+SELECT recall.swap_user_key(%(user_id)s);
 
 -- name: set_all_users
--- Ingestion of many users at once and operator statistics: every row, for this transaction.
-SELECT set_config('recall.all_users', 'on', true);
+-- Ingestion of many users at once and operator statistics: every row, for this transaction
+-- (migration 0013; on Citus it reaches the workers too).
+SELECT recall.set_all_users();
 
 -- name: warm_text_search
 -- A new connection loads the English stemmer and stop words at its first full-text parse,
@@ -364,3 +383,15 @@ SET ROLE recall_app;
 
 -- name: use_owner_role
 RESET ROLE;
+
+-- name: is_citus
+SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus');
+
+-- name: citus_local_ddl
+-- This transaction's DDL changes the coordinator's table only (recall.db.citus.keep_inline).
+SET LOCAL citus.enable_ddl_propagation = off;
+
+-- name: citus_on_shards
+-- The command holds a placeholder where Citus puts each shard's name.
+SELECT shardid, success, result
+FROM run_command_on_shards('recall.memories', %(command)s::text);

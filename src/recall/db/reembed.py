@@ -13,6 +13,7 @@ from typing import Any
 import structlog
 from psycopg import AsyncConnection, sql
 
+from recall.db.citus import is_citus, keep_inline
 from recall.db.migrate import lock_schema
 from recall.db.rows import EmbeddingSpace, ReembedRow
 from recall.db.sql import fetch_all, fetch_one, query, run
@@ -88,17 +89,18 @@ async def reembed(
         return done
     await conn.execute(
         sql.SQL(
-            "ALTER TABLE recall.memories ADD COLUMN IF NOT EXISTS embedding_next vector({}),"
-            " ALTER COLUMN embedding_next SET STORAGE MAIN"  # vectors in the row (0006)
+            "ALTER TABLE recall.memories ADD COLUMN IF NOT EXISTS embedding_next vector({})"
         ).format(sql.Literal(dims))
     )
+    await keep_inline(conn, "embedding_next", citus=await is_citus(conn))  # in the row (0006)
     done = await fill("next", on_progress)
     async with conn.transaction():
         await lock_schema(conn)
         await run(conn, "reembed_lock_table")
         # turns written by the old model while we filled: embed them under the lock
         done += await fill("next", None)
-        await run(conn, "reembed_swap")
+        for step in ("drop", "rename", "not_null", "indexes"):
+            await run(conn, f"reembed_swap_{step}")
         await run(conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims})
     log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
     return done

@@ -23,6 +23,7 @@ __all__ = [
     "PendingTurn",
     "Progress",
     "ReembedRow",
+    "ShardResult",
     "StoreItemRow",
     "StoreStats",
     "UserBucket",
@@ -202,3 +203,12 @@ class StoreItemRow:
     created_at: datetime
     updated_at: datetime
     score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShardResult:
+    """One shard's outcome of a command run on every shard (Citus' run_command_on_shards)."""
+
+    shardid: int
+    success: bool
+    result: str

@@ -1,0 +1,139 @@
+"""The schema on a Citus coordinator: what `recall migrate` distributes, how a user's queries
+are routed, and that the counters, row-level security and RecallStore hold there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recall.basestore import RecallStore
+from recall.db.migrate import apply_migrations, distribute
+from recall.db.pool import connect_once
+from recall.db.sql import query
+from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
+from tests.conftest import Databases
+
+
+async def _rows(url: str, statement: bytes, params: Any = None) -> list[tuple[Any, ...]]:
+    conn = await connect_once(url)
+    try:
+        cur = await conn.execute(statement, params)
+        return list(await cur.fetchall())
+    finally:
+        await conn.close()
+
+
+async def test_migrate_distributes_the_user_tables_by_user_colocated(
+    store: MemoryStore, database_url: str
+) -> None:
+    rows = await _rows(
+        database_url,
+        b"SELECT logicalrelid::text, partmethod, column_to_column_name(logicalrelid, partkey),"
+        b" colocationid FROM pg_dist_partition WHERE logicalrelid::text LIKE 'recall.%'"
+        b" ORDER BY 1",
+    )
+    tables = {r[0]: r[1:] for r in rows}
+    assert tables["recall.embedding_space"][0] == "n"  # a reference table
+    user_tables = ["recall.memories", "recall.progress", "recall.summaries", "recall.users"]
+    assert all(tables[t][:2] == ("h", "user_id") for t in user_tables)
+    assert len({tables[t][2] for t in user_tables}) == 1  # one colocation group
+    # RecallStore's tables (namespaces, not users) and the migration log stay on the coordinator
+    assert not {"recall.store_items", "recall.store_vectors", "recall.schema_migrations"} & set(
+        tables
+    )
+    functions = await _rows(
+        database_url,
+        b"SELECT objid::regproc::text FROM pg_dist_object"
+        b" WHERE classid = 'pg_proc'::regclass AND distribution_argument_index = 0"
+        b" ORDER BY 1",
+    )
+    assert [f[0] for f in functions] == [
+        "recall.add_memory",
+        "recall.search_exact",
+        "recall.search_indexed",
+        "recall.search_keyword",
+    ]
+
+
+async def test_migrating_again_changes_nothing(store: MemoryStore, database_url: str) -> None:
+    conn = await connect_once(database_url)
+    try:
+        assert await apply_migrations(conn) == []
+        assert await distribute(conn) == 0
+    finally:
+        await conn.close()
+
+
+async def test_a_users_search_is_one_call_on_one_worker(
+    store: MemoryStore, database_url: str, user: str
+) -> None:
+    await store.add_turn(user, "I adopted a dog named Max", "Lovely name!")
+    vector = await store.embedder.embed_query("dog")
+    rows = await _rows(
+        database_url,
+        b"EXPLAIN SELECT * FROM recall.search_exact(%s, %s::vector, 2.0, 3)",
+        (user, str([float(x) for x in vector])),
+    )
+    delegated = "\n".join(r[0] for r in rows)
+    # outside a transaction block the call itself goes to the worker that holds the user
+    assert "Custom Scan (Citus" in delegated and "Task Count: 1" in delegated, delegated
+
+
+async def test_searches_inside_a_transaction_see_only_the_users_rows(
+    store: MemoryStore, user: str
+) -> None:
+    other = user + "-other"
+    mine = await store.add_turn(user, "the blue door is mine", "ok")
+    await store.add_turn(other, "the blue door is theirs", "ok")
+    vector = await store.embedder.embed_query("the blue door")
+    params = {"user_id": user, "query": vector, "max_distance": 2.0, "limit": 5}
+    async with store.connection(other) as conn:  # a transaction scoped to another user
+        cur = await conn.execute(query("search_exact"), params)
+        inside = [str(r[0]) for r in await cur.fetchall()]
+        cur = await conn.execute(b"SELECT count(*) FROM recall.memories")
+        visible = await cur.fetchone()
+    assert inside == [mine.id]  # the function's own key reached the worker
+    assert visible == (1,)  # and the caller's key was put back: only `other`'s row
+    hits = await store.search(user, "the blue door", mode="semantic", similarity_threshold=0.0)
+    assert [h.id for h in hits] == [mine.id]
+
+
+async def test_counters_follow_bulk_imports_and_erasure(store: MemoryStore, user: str) -> None:
+    users = [f"{user}-{i}" for i in range(12)]  # spread over the shards
+    turns = [
+        {"user_id": u, "user_message": f"fact {j} of {u}", "ai_response": "ok"}
+        for u in users
+        for j in range(1 + users.index(u))
+    ]
+    await store.add_turns(turns, batch_size=25)
+    await store.add_turns(turns, batch_size=25)  # again: nothing stored twice, nothing counted
+    await store.forget_user(users[0])
+    async with store.connection(all_users=True) as conn:
+        cur = await conn.execute(
+            b"SELECT u.user_id, u.memory_count, u.total_tokens,"
+            b" (SELECT count(*) FROM recall.memories m WHERE m.user_id = u.user_id),"
+            b" (SELECT coalesce(sum(doc_len), 0) FROM recall.memories m"
+            b"  WHERE m.user_id = u.user_id)"
+            b" FROM recall.users u WHERE u.user_id = ANY(%s) ORDER BY u.user_id",
+            (users,),
+        )
+        rows = await cur.fetchall()
+    assert {r[0] for r in rows} == set(users[1:])
+    assert all(r[1] == r[3] == 1 + users.index(r[0]) and r[2] == r[4] for r in rows), rows
+
+
+async def test_recall_store_works_on_the_coordinator(databases: Databases) -> None:
+    url = await databases.create("recall_items")
+    async with RecallStore.connect(
+        url, index={"dims": 64, "embed": FakeEmbeddings(64), "fields": ["$"]}
+    ) as s:
+        await s.aput(("alice", "memories"), "m1", {"text": "Allergic to peanuts"})
+        await s.aput(("alice", "memories"), "m2", {"text": "Likes hiking"})
+        await s.aput(("bob", "memories"), "m1", {"text": "Allergic to cats"})
+        item = await s.aget(("alice", "memories"), "m1")
+        assert item is not None and item.value == {"text": "Allergic to peanuts"}
+        hits = await s.asearch(("alice",), query="Allergic to peanuts", limit=2)
+        assert hits[0].key == "m1" and {h.namespace[0] for h in hits} == {"alice"}
+        assert await s.alist_namespaces(prefix=("bob",)) == [("bob", "memories")]
+        await s.adelete(("alice", "memories"), "m1")
+        assert await s.aget(("alice", "memories"), "m1") is None
