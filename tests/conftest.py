@@ -53,11 +53,8 @@ CITUS_MODULES = {
 # worker), the generic plans and the policies' InitPlan that migration 0013 turns off on Citus
 PLAIN_ONLY = {
     "test_naive_filtered_query_uses_the_global_index_and_loses_results",
-    "test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after",
     "test_search_functions_plan_once_for_every_user",
     "test_the_policy_reads_the_key_once_per_query",
-    # expects the large user's index built by the test above it, not run on Citus
-    "test_erasing_a_large_user_drops_their_index",
 }
 
 collect_ignore = [] if CITUS else ["citus"]
