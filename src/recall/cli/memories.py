@@ -84,14 +84,10 @@ def forget(
     if not yes:
         typer.confirm(f"Erase every memory of {user!r}?", abort=True)
 
-    from recall.db.outbox import Outbox
+    from recall.db.outbox import existing_outboxes
 
     settings = settings_of(ctx)
     # turns still waiting for the database are the user's data too
-    outboxes = [Outbox(settings.queue_path)] if settings.queue_path.exists() else []
-    try:
+    with existing_outboxes(settings.queue_path) as outboxes:
         erased = with_store(settings, lambda store: store.forget_user(user, outboxes=outboxes))
-    finally:
-        for outbox in outboxes:
-            outbox.close()
     typer.echo(f"erased {plural(erased, 'memory', 'memories')}")

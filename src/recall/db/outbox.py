@@ -7,11 +7,13 @@ import asyncio
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Outbox", "QueuedTurn"]
+__all__ = ["Outbox", "QueuedTurn", "existing_outboxes"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pending (
@@ -166,3 +168,15 @@ class Outbox:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+@contextmanager
+def existing_outboxes(path: Path) -> Iterator[list[Outbox]]:
+    """The writer's queue at `path` as a list to erase from (empty when no queue was ever
+    made there, so nothing is created), closed on leaving."""
+    outboxes = [Outbox(path)] if path.exists() else []
+    try:
+        yield outboxes
+    finally:
+        for outbox in outboxes:
+            outbox.close()

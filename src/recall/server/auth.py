@@ -22,7 +22,7 @@ from langgraph_sdk import Auth
 
 from recall.config import Settings
 
-__all__ = ["auth", "parse_tokens"]
+__all__ = ["auth", "parse_tokens", "user_for"]
 
 auth = Auth()
 
@@ -46,14 +46,21 @@ def _forbidden(detail: str) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=403, detail=detail)
 
 
+def user_for(authorization: str | None) -> str | None:
+    """The user an `Authorization: Bearer <token>` header names (tokens read now), or None."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return None
+    return parse_tokens(Settings.from_env().auth_tokens).get(token)
+
+
 @auth.authenticate
 async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     """Map `Authorization: Bearer <token>` to its user, or refuse the request with 401."""
-    scheme, _, token = (authorization or "").partition(" ")
-    users = parse_tokens(Settings.from_env().auth_tokens)
-    if scheme.lower() != "bearer" or token not in users:
+    user = user_for(authorization)
+    if user is None:
         raise Auth.exceptions.HTTPException(status_code=401, detail="invalid or missing token")
-    return {"identity": users[token]}
+    return {"identity": user}
 
 
 @auth.on

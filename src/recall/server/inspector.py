@@ -19,12 +19,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
-from recall.db.outbox import Outbox
+from recall.config import RETRIEVAL_MODES, RetrievalMode
+from recall.db.outbox import existing_outboxes
 from recall.errors import InvalidInputError, RecallError
 from recall.memory import Memory
 from recall.metrics import METRICS
-from recall.server.auth import parse_tokens
+from recall.server.auth import user_for
 from recall.store import MemoryStore
 from recall.store.shared import get_default_store
 
@@ -46,19 +46,12 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-def _user(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        return None
-    return parse_tokens(Settings.from_env().auth_tokens).get(token)
-
-
 def _authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
     """Resolve the token to its user (401 without one), then run `handler` for that user;
     bad input becomes a 400 and a failing store a 503, each with a message."""
 
     async def endpoint(request: Request) -> Response:
-        user = _user(request)
+        user = user_for(request.headers.get("authorization"))
         if user is None:
             return _error(401, "sign in with a valid token")
         try:
@@ -154,13 +147,8 @@ async def forget(request: Request, user: str, store: MemoryStore) -> Response:
         body = None
     if not isinstance(body, dict) or body.get("confirm") is not True:
         raise InvalidInputError('send {"confirm": true} to erase everything')
-    settings = store.settings
-    outboxes = [Outbox(settings.queue_path)] if settings.queue_path.exists() else []
-    try:
+    with existing_outboxes(store.settings.queue_path) as outboxes:
         erased = await store.forget_user(user, outboxes=outboxes)
-    finally:
-        for outbox in outboxes:
-            outbox.close()
     log.info("inspector.forget.done", count=erased)
     return JSONResponse({"erased": erased})
 
