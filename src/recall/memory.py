@@ -15,6 +15,7 @@ from uuid import UUID
 from recall.errors import InvalidInputError
 
 __all__ = [
+    "KINDS",
     "MAX_ID_LENGTH",
     "Memory",
     "MemoryRow",
@@ -25,6 +26,8 @@ __all__ = [
     "make_turn",
 ]
 
+# what a memory is: a user/AI turn, an imported note, or a summary a model wrote
+KINDS = ("turn", "note", "summary")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # user and conversation ids go into btree indexes, whose entries must stay under ~2.7 kB
@@ -212,7 +215,7 @@ def make_turn(
     Raises:
         InvalidInputError: any field is unusable (see `clean_id`, `clean_text`).
     """
-    if kind not in ("turn", "note", "summary"):
+    if kind not in KINDS:
         raise InvalidInputError(f"kind must be turn, note or summary, not {kind!r}")
     uid = clean_id(user_id, "user_id")
     assert uid is not None  # required=True never returns None

@@ -187,6 +187,12 @@ async def test_summaries_and_metrics_answer(
     body = (await client.get("/recall/api/summaries", headers=_auth(users, "alice"))).json()
     assert [s["summary"] for s in body["summaries"]] == ["Alice talked about facts."]
     assert body["written"] == []
+    written = await store.add_turn(
+        uid, "Alice collects facts", "", conversation_id="conv-1", kind="summary"
+    )
+    await _seed(store, uid, 3)  # newer turns do not hide it: the page is of summaries only
+    body = (await client.get("/recall/api/summaries", headers=_auth(users, "alice"))).json()
+    assert [(m["id"], m["kind"]) for m in body["written"]] == [(written.id, "summary")]
     metrics = (await client.get("/recall/api/metrics", headers=_auth(users, "alice"))).json()
     assert set(metrics) >= {"searches", "p50_latency_ms", "p95_latency_ms", "empty_rate"}
     assert len(metrics["timeline"]) == 10

@@ -62,10 +62,12 @@ async def memories_page(
     user_id: str,
     limit: int,
     before: tuple[datetime, UUID] | None,
+    kind: str | None = None,
 ) -> list[MemoryRow]:
-    """The user's `limit` newest memories older than the cursor `before` (created_at, id)."""
+    """The user's `limit` newest memories (of `kind`, when set) older than the cursor `before`
+    (created_at, id)."""
     at, mid = before if before is not None else (None, None)
-    params = {"user_id": user_id, "limit": limit, "before_at": at, "before_id": mid}
+    params = {"user_id": user_id, "limit": limit, "before_at": at, "before_id": mid, "kind": kind}
     return await fetch_all(conn, "memories_page", params, MemoryRow)
 
 

@@ -159,12 +159,14 @@ LIMIT %(limit)s;
 
 -- name: memories_page
 -- One page of a user's memories, newest first, after the cursor (created_at, id) of the
--- previous page's last row (both NULL: the first page). Keyset paging: a page costs the same
--- at any depth, and a memory written meanwhile does not shift the pages already read.
+-- previous page's last row (both NULL: the first page), of one kind when `kind` is set. Keyset
+-- paging: a page costs the same at any depth, and a memory written meanwhile does not shift the
+-- pages already read.
 SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
        NULL::float8 AS distance, NULL::float8 AS bm25
 FROM recall.memories
 WHERE user_id = %(user_id)s
+  AND (%(kind)s::text IS NULL OR kind = %(kind)s::text)
   AND (%(before_at)s::timestamptz IS NULL
        OR (created_at, id) < (%(before_at)s::timestamptz, %(before_id)s::uuid))
 ORDER BY created_at DESC, id DESC

@@ -156,7 +156,7 @@ async def forget(request: Request, user: str, store: MemoryStore) -> Response:
 async def summaries(request: Request, user: str, store: MemoryStore) -> Response:
     """The user's rolling conversation summaries and model-written memories."""
     rolling = await store.summaries(user)
-    written = [m for m in await store.page(user, MAX_PAGE * 10) if m.kind == "summary"]
+    written = await store.page(user, MAX_PAGE, kind="summary")
     return JSONResponse(
         {
             "summaries": [
@@ -167,7 +167,7 @@ async def summaries(request: Request, user: str, store: MemoryStore) -> Response
                 }
                 for s in rolling
             ],
-            "written": [_memory(m) for m in written[:MAX_PAGE]],
+            "written": [_memory(m) for m in written],
         }
     )
 

@@ -12,14 +12,12 @@ from recall.db.memories import conversation_recent as recent_rows
 from recall.db.rows import ChunkStored, PendingConversation, PendingTurn
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
-from recall.memory import Memory, Turn, clean_id
+from recall.memory import KINDS, Memory, Turn, clean_id
 from recall.search.ranking import row_memory
 from recall.store.base import StoreBase
 from recall.store.checks import check_limit, check_threshold
 
 __all__ = ["Conversations"]
-
-_KINDS = ("turn", "note", "summary")
 
 
 def _ids(user_id: object, conversation_id: object) -> tuple[str, str]:
@@ -49,8 +47,8 @@ class Conversations(StoreBase):
         """
         uid, cid = _ids(user_id, conversation_id)
         n = check_limit(n, "n")
-        if isinstance(kinds, str) or not all(kind in _KINDS for kind in kinds):
-            raise InvalidInputError(f"kinds must be a sequence of {', '.join(_KINDS)}")
+        if isinstance(kinds, str) or not all(kind in KINDS for kind in kinds):
+            raise InvalidInputError(f"kinds must be a sequence of {', '.join(KINDS)}")
         async with self._conn("conversation_recent", read=True, user=uid) as conn:
             for kind in kinds:
                 rows = await recent_rows(conn, uid, cid, kind, n)

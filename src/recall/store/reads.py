@@ -8,7 +8,7 @@ from uuid import UUID
 from recall.db.memories import get_memory, memories_page, recent_memories, user_summaries
 from recall.db.rows import ConversationSummary
 from recall.errors import InvalidInputError
-from recall.memory import Memory, clean_id
+from recall.memory import KINDS, Memory, clean_id
 from recall.search.ranking import row_memory
 from recall.store.base import StoreBase
 from recall.store.checks import check_limit, memory_key
@@ -33,10 +33,16 @@ class Reads(StoreBase):
         return [row_memory(r) for r in rows]
 
     async def page(
-        self, user_id: str, limit: int = 20, before: Memory | tuple[datetime, str] | None = None
+        self,
+        user_id: str,
+        limit: int = 20,
+        before: Memory | tuple[datetime, str] | None = None,
+        *,
+        kind: str | None = None,
     ) -> list[Memory]:
         """One page of the user's memories, newest first: the `limit` written before `before`
-        (the last memory of the previous page, or its (created_at, id); None: the first page).
+        (the last memory of the previous page, or its (created_at, id); None: the first page),
+        only those of `kind` ("turn", "note" or "summary") when it is set.
 
         Raises:
             InvalidInputError: a bad user id, limit or cursor.
@@ -45,6 +51,8 @@ class Reads(StoreBase):
         uid = clean_id(user_id, "user_id")
         assert uid is not None
         limit = check_limit(limit)
+        if kind is not None and kind not in KINDS:
+            raise InvalidInputError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         cursor: tuple[datetime, UUID] | None = None
         if before is not None:
             at, mid = (before.created_at, before.id) if isinstance(before, Memory) else before
@@ -57,7 +65,7 @@ class Reads(StoreBase):
             if not isinstance(at, datetime) or at.tzinfo is None:
                 raise InvalidInputError("the page cursor's time must be a timezone-aware datetime")
         async with self._conn("page", read=True, user=uid) as conn:
-            rows = await memories_page(conn, uid, limit, cursor)
+            rows = await memories_page(conn, uid, limit, cursor, kind)
         return [row_memory(r) for r in rows]
 
     async def summaries(self, user_id: str, limit: int = 100) -> list[ConversationSummary]:
