@@ -4,7 +4,6 @@ the index resolved, the pool opened and the TTL sweeper started; all undone on l
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -13,20 +12,19 @@ import structlog
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from recall.basestore.indexing import resolve_index
-from recall.config import Settings
+from recall.basestore.operations import is_minutes
+from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
 from recall.db.migrate import apply_migrations
 from recall.db.pool import connect_once, locate_database, open_pool
 from recall.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
-    from recall.basestore.operations import SearchMode
     from recall.basestore.store import RecallStore
 
 __all__ = ["RecallStoreConnector"]
 
 log = structlog.stdlib.get_logger(__name__)
 
-_MODES = ("semantic", "keyword", "hybrid")
 _TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
 
 
@@ -37,11 +35,7 @@ def _check_ttl(ttl: TTLConfig | None) -> None:
         raise ConfigError(f"ttl must be a TTLConfig with keys from {sorted(_TTL_KEYS)}: {ttl!r}")
     for name in ("default_ttl", "sweep_interval_minutes"):
         minutes = ttl.get(name)
-        if minutes is not None and (
-            isinstance(minutes, bool)
-            or not isinstance(minutes, int | float)
-            or not 0 < minutes < math.inf
-        ):
+        if minutes is not None and not is_minutes(minutes):
             raise ConfigError(f"ttl {name} is a number of minutes above 0, not {minutes!r}")
 
 
@@ -54,7 +48,7 @@ class RecallStoreConnector:
         database_url: str | None,
         index: IndexConfig | None,
         ttl: TTLConfig | None,
-        search_mode: SearchMode,
+        search_mode: RetrievalMode,
         settings: Settings | None,
     ) -> None:
         self._cls = cls
@@ -73,10 +67,9 @@ class RecallStoreConnector:
             StoreError, MigrationError: the database could not be reached or migrated.
             EmbeddingError: the model failed when asked for its dimension.
         """
-        if self._search_mode not in _MODES:
-            raise ConfigError(
-                f"search_mode must be one of {', '.join(_MODES)}, not {self._search_mode!r}"
-            )
+        if self._search_mode not in RETRIEVAL_MODES:
+            modes = ", ".join(RETRIEVAL_MODES)
+            raise ConfigError(f"search_mode must be one of {modes}, not {self._search_mode!r}")
         _check_ttl(self._ttl)
         settings = self._settings or Settings.from_env()
         if self._database_url is not None:

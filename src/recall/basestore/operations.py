@@ -17,6 +17,7 @@ from psycopg import AsyncConnection
 
 from recall.basestore.indexing import IndexSpec, keyword_text
 from recall.basestore.namespaces import join, list_matching, literal_prefix, split
+from recall.config import RetrievalMode
 from recall.db.filters import compile_filter, json_text
 from recall.db.items import (
     ItemWrite,
@@ -34,9 +35,7 @@ from recall.errors import InvalidInputError
 from recall.search.fusion import DEFAULT_FUSION
 from recall.search.keywords import keywords_from_text
 
-__all__ = ["Prepared", "SearchMode", "prepare", "run_read", "run_writes"]
-
-SearchMode = Literal["semantic", "keyword", "hybrid"]
+__all__ = ["Prepared", "is_minutes", "prepare", "run_read", "run_writes"]
 _WEIGHTS = (DEFAULT_FUSION.intercept, *DEFAULT_FUSION.weights)
 
 
@@ -49,16 +48,24 @@ class Prepared:
     queries: dict[int, Vector]
 
 
+def is_minutes(value: object) -> bool:
+    """A TTL or interval in minutes: a finite number above 0 (not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def _check_page(what: str, limit: object, offset: object) -> None:
+    for name, number in (("limit", limit), ("offset", offset)):
+        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+            raise InvalidInputError(f"{what} {name} is an integer >= 0, not {number!r}")
+
+
 def _check_put(op: PutOp) -> None:
     if not isinstance(op.key, str) or "\x00" in op.key:
         raise InvalidInputError(f"an item key is text without NUL characters, not {op.key!r}")
     if op.value is not None and not isinstance(op.value, Mapping):
         raise InvalidInputError(f"an item value is a dict, not {type(op.value).__name__}")
-    ttl = op.ttl
-    if ttl is not None and (
-        isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf
-    ):
-        raise InvalidInputError(f"ttl is a number of minutes above 0 (or None), not {ttl!r}")
+    if op.ttl is not None and not is_minutes(op.ttl):
+        raise InvalidInputError(f"ttl is a number of minutes above 0 (or None), not {op.ttl!r}")
     index = op.index
     if (
         index is not None
@@ -69,9 +76,7 @@ def _check_put(op: PutOp) -> None:
 
 
 def _check_search(op: SearchOp) -> None:
-    for name, number in (("limit", op.limit), ("offset", op.offset)):
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-            raise InvalidInputError(f"search {name} is an integer >= 0, not {number!r}")
+    _check_page("search", op.limit, op.offset)
     if op.query is not None and not isinstance(op.query, str):
         raise InvalidInputError(f"search query is text, not {type(op.query).__name__}")
 
@@ -79,9 +84,7 @@ def _check_search(op: SearchOp) -> None:
 def _check_list(op: ListNamespacesOp) -> None:
     if op.max_depth is not None and (not isinstance(op.max_depth, int) or op.max_depth < 1):
         raise InvalidInputError(f"max_depth is an integer >= 1 (or None), not {op.max_depth!r}")
-    for name, number in (("limit", op.limit), ("offset", op.offset)):
-        if isinstance(number, bool) or not isinstance(number, int) or number < 0:
-            raise InvalidInputError(f"list_namespaces {name} is an integer >= 0, not {number!r}")
+    _check_page("list_namespaces", op.limit, op.offset)
 
 
 def _value_json(value: Mapping[str, Any]) -> str:
@@ -168,7 +171,7 @@ async def run_read(
     op: GetOp | SearchOp | ListNamespacesOp,
     prepared: Prepared,
     index: IndexSpec | None,
-    mode: SearchMode,
+    mode: RetrievalMode,
 ) -> Item | list[SearchItem] | list[tuple[str, ...]] | None:
     """Run one read; a get or search with `refresh_ttl` pushes its items' expiry forward."""
     if isinstance(op, GetOp):
@@ -199,7 +202,7 @@ async def run_read(
 
 
 def _plan(
-    position: int, op: SearchOp, prepared: Prepared, index: IndexSpec | None, mode: SearchMode
+    position: int, op: SearchOp, prepared: Prepared, index: IndexSpec | None, mode: RetrievalMode
 ) -> SearchPlan:
     vector = prepared.queries.get(position)
     words = keywords_from_text(op.query).words if op.query else []

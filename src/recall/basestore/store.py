@@ -25,8 +25,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from recall.basestore.indexing import IndexSpec
 from recall.basestore.namespaces import validate_op
-from recall.basestore.operations import SearchMode, prepare, run_read, run_writes
-from recall.config import Settings
+from recall.basestore.operations import prepare, run_read, run_writes
+from recall.config import RetrievalMode, Settings
 from recall.db.items import sweep_items
 from recall.errors import RecallError, StoreError
 
@@ -65,7 +65,7 @@ class RecallStore(BaseStore):
         *,
         index: IndexSpec | None = None,
         ttl: TTLConfig | None = None,
-        search_mode: SearchMode = "semantic",
+        search_mode: RetrievalMode = "semantic",
         database: Database | None = None,
     ) -> None:
         self._pool = pool
@@ -74,7 +74,7 @@ class RecallStore(BaseStore):
         self.index_config: IndexConfig | None = (
             {"dims": index.dims, "fields": list(index.fields)} if index is not None else None
         )
-        self.search_mode: SearchMode = search_mode
+        self.search_mode: RetrievalMode = search_mode
         self.database = database
         self._loop = asyncio.get_running_loop()
         self._sweeper: asyncio.Task[None] | None = None
@@ -87,7 +87,7 @@ class RecallStore(BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        search_mode: SearchMode = "semantic",
+        search_mode: RetrievalMode = "semantic",
         settings: Settings | None = None,
     ) -> RecallStoreConnector:
         """Open a store: use as `async with RecallStore.connect(...) as store:`.
