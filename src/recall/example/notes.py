@@ -22,7 +22,7 @@ from langgraph.config import get_config
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from recall.messages import latest_human_text
@@ -60,10 +60,11 @@ def build_notes_graph(store: BaseStore | None = None) -> CompiledStateGraph[Any,
             await manage.ainvoke({"action": "create", "content": text[9:].strip()}, config)
             return {"messages": [AIMessage("Noted.")]}
         if text.lower() == "forget everything":
-            items = await runtime.store.asearch(namespace, limit=1000)
-            for item in items:
-                await runtime.store.adelete(namespace, item.key)
-            return {"messages": [AIMessage(f"Forgotten: {len(items)} notes.")]}
+            forgotten = 0
+            while items := await runtime.store.asearch(namespace, limit=1000):
+                await runtime.store.abatch([PutOp(namespace, item.key, None) for item in items])
+                forgotten += len(items)
+            return {"messages": [AIMessage(f"Forgotten: {forgotten} notes.")]}
         found = json.loads(await search.ainvoke({"query": text, "limit": 3}, config))
         notes = [str(hit["value"]["content"]) for hit in found if (hit.get("score") or 0) > 0.3]
         reply = "\n".join(f"- {note}" for note in notes) if notes else NOTHING_FOUND
