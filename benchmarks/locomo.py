@@ -1,10 +1,12 @@
 """Retrieval quality on LoCoMo (dev split) in three regimes (issue 20): recall@k per mode, what
-the defaults return, and query latency per mode on the same data; `--fit` refits the hybrid
-fusion model (on the full regime).
+the defaults return, and query latency per mode on the same data; silence at the defaults on
+messages no memory answers, in three more regimes (issue 29); reach and silence per threshold;
+`--fit` refits the hybrid fusion model (on the full regime).
 
     python benchmarks/locomo.py [--fit] [--data ../shared/data/locomo_dev.json]
-                                [--candidates 20] [--conversations N]
-                                [--regimes full,small,repeated]
+                                [--candidates 20] [--conversations N] [--model NAME]
+                                [--regimes full,small,repeated,silence-other,small-talk,
+                                           silence-small]
 
 One memory per consecutive turn pair ("Speaker: text" on both sides, image captions included),
 dated by its session. Questions of categories 1-4 are asked; a hit is an evidence turn's
@@ -12,7 +14,13 @@ memory in the top k. The regimes (benchmarks/lib/regimes.py): full, each convers
 small, per question a user holding its evidence sessions and two other sessions of the same
 conversation; repeated, each conversation plus every question asked once before and answered
 "I'm not sure." (its echo). Every text is embedded once; the searches take the precomputed
-query vectors. Writes docs/benchmarks.md (section "locomo").
+query vectors. The silence regimes (benchmarks/lib/silence.py) ask the full or the small
+regime's users questions of the other conversations, their speakers renamed as the user's, and
+the lines of benchmarks/data/small_talk.json (held out: not for tuning); each is asked at the
+store's defaults (`store.search(user, text)`: no mode, limit or threshold given). Every regime's
+messages are also asked once at the defaults with threshold 0, and the results are cut at
+thresholds 0.1 to 0.9 in Python (the threshold compares `Memory.score`): reach and silence per
+threshold. Writes docs/benchmarks.md (section "locomo").
 """
 
 from __future__ import annotations
@@ -28,9 +36,11 @@ from typing import Any
 import numpy as np
 from lib.corpus import CATEGORIES, Corpus, load
 from lib.db import fresh_database, settle
+from lib.heldout import small_talk
 from lib.regimes import REGIMES, Regime, Target, Vectors, embed, targets, turn_items
 from lib.report import git_revision, machine, publish, table
 from lib.run import parser, run
+from lib.silence import SILENCES, SWEEP, Silence, Unanswered, passing, silence, sweep_mismatches
 from lib.timing import percentiles, timed_interleaved
 
 from recall.config import DEFAULT_EMBEDDING_MODEL, RetrievalMode, Settings
@@ -75,6 +85,21 @@ class Outcome:
     ranked: dict[str, list[list[str]]] = field(default_factory=dict)
     defaults: dict[str, list[list[Memory]]] = field(default_factory=dict)
     times: dict[str, list[float]] = field(default_factory=dict)
+    default: list[list[Memory]] = field(default_factory=list)
+    """`store.search(user, text)` per question: no mode, limit or threshold given"""
+    sweep: list[list[Memory]] = field(default_factory=list)
+    """the same with threshold 0"""
+
+
+@dataclass
+class Quiet:
+    """A silence regime's run: its messages with their query vectors, and what the defaults
+    return for each (`default`), and the same at threshold 0 (`sweep`)."""
+
+    silence: Silence
+    vectors: list[Vector]
+    default: list[list[Memory]] = field(default_factory=list)
+    sweep: list[list[Memory]] = field(default_factory=list)
 
 
 async def candidates(
@@ -184,6 +209,24 @@ async def ask_defaults(
     return await timed_interleaved(calls)
 
 
+async def ask_unset(
+    store: MemoryStore, asked: list[tuple[str, str, Vector]]
+) -> tuple[list[list[Memory]], list[list[Memory]]]:
+    """Per (user, text, vector): what `store.search(user, text)` returns at the store's
+    defaults (the vector given, so the text is not embedded again), and at threshold 0."""
+    default, sweep = [], []
+    for user, text, vector in asked:
+        default.append(await store.search(user, text, query_vector=vector))
+        sweep.append(await store.search(user, text, similarity_threshold=0.0, query_vector=vector))
+    return default, sweep
+
+
+async def embed_queries(store: MemoryStore, texts: list[str]) -> list[Vector]:
+    """Each text embedded as the store embeds a query; equal texts once."""
+    unique = {t: await store.embedder.embed_query(t) for t in dict.fromkeys(texts)}
+    return [unique[t] for t in texts]
+
+
 def pct(values: list[bool] | list[int]) -> str:
     """The share of true values, in % with one decimal."""
     return f"{100 * sum(values) / max(len(values), 1):.1f}"
@@ -227,10 +270,60 @@ def recall_rows(out: Outcome, mode: str) -> tuple[list[str], list[str]]:
     )
 
 
+TARGETS = {"silence-other": ">= 50", "small-talk": ">= 95"}  # issue 29, % returning nothing
+
+
+def nothing(results: list[list[Memory]]) -> str:
+    """The share of searches that returned nothing, in %."""
+    return pct([not found for found in results])
+
+
+def mean_returned(results: list[list[Memory]]) -> str:
+    """The mean number of memories returned."""
+    return f"{sum(map(len, results)) / max(len(results), 1):.2f}"
+
+
+def sweep_rows(outcomes: list[Outcome], quiets: list[Quiet]) -> list[list[str]]:
+    """Per regime, reach (evidence among what returns) and silence (nothing returns) at each
+    threshold of `SWEEP`, in %."""
+    rows = []
+    for out in outcomes:
+        cut = {t: [passing(found, t) for found in out.sweep] for t in SWEEP}
+        reach = {
+            t: pct([bool({m.id for m in found} & q.evidence)
+                    for q, found in zip(out.questions, cut[t], strict=True)])
+            for t in SWEEP
+        }  # fmt: skip
+        label = LABELS[out.regime.name]
+        rows.append([label, "reach %", *(reach[t] for t in SWEEP)])
+        rows.append([label, "nothing returned %", *(nothing(cut[t]) for t in SWEEP)])
+    for quiet in quiets:
+        cut = {t: [passing(found, t) for found in quiet.sweep] for t in SWEEP}
+        name = quiet.silence.name
+        rows.append([name, "nothing returned %", *(nothing(cut[t]) for t in SWEEP)])
+        rows.append([name, "returned (mean)", *(mean_returned(cut[t]) for t in SWEEP)])
+    return rows
+
+
+def silence_rows(quiets: list[Quiet]) -> list[list[str]]:
+    """Per silence regime: its users and messages, the share returning nothing at the
+    defaults, the mean returned, and the issue's target."""
+    return [
+        [q.silence.name, f"{q.silence.holder} ({len({a.user for a in q.silence.asks})})",
+         str(len(q.silence.asks)), nothing(q.default), mean_returned(q.default),
+         TARGETS.get(q.silence.name, "-")]
+        for q in quiets
+    ]  # fmt: skip
+
+
 def report(
-    outcomes: list[Outcome], fusion: FusionModel, command: str, revision: str, model: str
+    outcomes: list[Outcome],
+    quiets: list[Quiet],
+    fusion: FusionModel,
+    run: dict[str, str],
+    settings: Settings,
 ) -> str:
-    """The section of docs/benchmarks.md."""
+    """The section of docs/benchmarks.md; `run` holds the command, revision and model."""
     recall, per_cat, defaults, latency = [], [], [], []
     for out in outcomes:
         label = LABELS[out.regime.name]
@@ -239,15 +332,29 @@ def report(
             recall.append([label, mode, *at_k])
             per_cat.append([label, mode, *by_category])
             defaults.append([label, mode, *at_defaults(out.questions, out.defaults[mode])])
+        defaults.append([label, "(none given)", *at_defaults(out.questions, out.default)])
         p = {m: percentiles(out.times[m], [50, 95]) for m in MODES}
         (base50, base95) = p["semantic"]
         latency += [
             [label, m, f"{p50:.2f}", f"{p95:.2f}", f"{p50 / base50:.2f}", f"{p95 / base95:.2f}"]
             for m, (p50, p95) in p.items()
         ]
-    first = outcomes[0].questions
+    first = outcomes[0].questions if outcomes else []
     counts = {c: sum(q.category == c for q in first) for c in CATEGORIES}
     regimes = "\n".join(f"- {LABELS[o.regime.name]}: {describe(o)}" for o in outcomes)
+    threshold = settings.similarity_threshold
+    mismatches = sum(sweep_mismatches(o.default, o.sweep, threshold) for o in outcomes) + sum(
+        sweep_mismatches(q.default, q.sweep, threshold) for q in quiets
+    )
+    limits = f"limit {settings.max_memories}, threshold {settings.similarity_threshold}"
+    sweep_table = table(
+        ["regime", "measure", *(f"{t:.1f}" for t in SWEEP)], sweep_rows(outcomes, quiets)
+    )
+    silence_table = table(
+        ["regime", "users asked", "messages", "nothing returned %", "memories returned (mean)",
+         "target %"],
+        silence_rows(quiets),
+    )  # fmt: skip
     recall_table = table(
         ["regime", "mode"] + [f"{which}@{k}" for which in ("any", "all") for k in KS], recall
     )
@@ -266,8 +373,8 @@ def report(
     )
     return f"""## Retrieval quality on LoCoMo (dev split)
 
-`{command}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}.
-{len(first)} questions (categories 1-4), one memory per turn pair, {model},
+`{run["command"]}` on {machine()}, commit {run["revision"]}, {datetime.now():%Y-%m-%d}.
+{len(first)} questions (categories 1-4), one memory per turn pair, {run["model"]},
 fusion model {fusion}.
 Each regime asks every question once, of its own users (benchmarks/lib/regimes.py):
 
@@ -283,11 +390,32 @@ Per category, any@5:
 
 At the defaults: what `store.search(user, text, mode=mode)` returns (limit 3, threshold 0.5;
 hybrid is the default mode; the threshold applies in hybrid mode to the calibrated relevance,
-in semantic mode to the cosine, in keyword mode not at all). "Other sessions" is the share of
-the returned memories from sessions without evidence (echoes included); "echo first" the share
-of the questions whose first result is their own echo, or any echo:
+in semantic mode to the cosine, in keyword mode not at all); mode "(none given)" is
+`store.search(user, text)`, the store's own defaults, whatever ranking is behind them.
+"Other sessions" is the share of the returned memories from sessions without evidence (echoes
+included); "echo first" the share of the questions whose first result is their own echo, or
+any echo:
 
 {defaults_table}
+
+Silence at the store's defaults (`store.search(user, text)`: {limits}):
+messages that none of the user's memories answers, which should return nothing (issue 29;
+benchmarks/lib/silence.py).
+silence-other asks each full-regime user every question of the other conversations, their two
+speakers renamed as the user's two (speaker_a as speaker_a, speaker_b as speaker_b, short and
+misspelt forms too), so no name gives them away; small-talk asks each full-regime user every
+line of benchmarks/data/small_talk.json (greetings, thanks, arithmetic, translation, general
+knowledge, writing and coding requests; held out); silence-small asks small-regime users
+renamed questions of other conversations (a seeded sample of user and question pairs):
+
+{silence_table}
+
+Reach and silence per threshold (the store's defaults otherwise; one search at threshold 0,
+its results cut at each threshold by `Memory.score`, which is what the threshold compares;
+{mismatches} of the searches at the defaults differ from that cut at the default threshold).
+Reach: the question's evidence is among what returns; nothing returned: silence:
+
+{sweep_table}
 
 Store query latency at the defaults (precomputed query vector: database and fusion only; the
 modes take turns in blocks of 25 questions, same run):
@@ -318,26 +446,45 @@ def describe(out: Outcome) -> str:
     return line
 
 
+async def ask_silence(store: MemoryStore, silence: Silence) -> Quiet:
+    """A silence regime's messages embedded (each text once) and asked at the defaults, and
+    at threshold 0."""
+    started = time.perf_counter()
+    asks: list[Unanswered] = silence.asks
+    quiet = Quiet(silence, await embed_queries(store, [a.text for a in asks]))
+    quiet.default, quiet.sweep = await ask_unset(
+        store, [(a.user, a.text, v) for a, v in zip(asks, quiet.vectors, strict=True)]
+    )
+    print(f"{silence.name}: {len(asks)} messages asked in {time.perf_counter() - started:.1f} s")
+    return quiet
+
+
 async def main() -> None:
-    """Load the regimes' users, ask every question in every mode; print and write."""
+    """Load the regimes' users, ask every question in every mode and every silence regime's
+    messages at the defaults; print and write."""
     options = parser(__doc__, data=True)
     options.add_argument("--fit", action="store_true", help="refit the fusion model first")
     options.add_argument("--candidates", type=int, default=None, help="hybrid candidates per side")
     options.add_argument(
         "--conversations", type=int, default=None, help="the first N conversations only"
     )
+    every = [*REGIMES, *SILENCES]
     options.add_argument(
-        "--regimes", default=",".join(REGIMES), help="comma-separated, of: " + ", ".join(REGIMES)
+        "--regimes", default=",".join(every), help="comma-separated, of: " + ", ".join(every)
     )
     options.add_argument(
         "--model", default=DEFAULT_EMBEDDING_MODEL, help="RECALL_EMBEDDING_MODEL for the store"
     )
     args = options.parse_args()
-    names = args.regimes.split(",")
-    if not names or set(names) - set(REGIMES):
-        raise SystemExit(f"--regimes takes some of {', '.join(REGIMES)}, not {args.regimes}")
-    if args.fit and "full" not in names:
+    given_names = args.regimes.split(",")
+    if not given_names or set(given_names) - set(every):
+        raise SystemExit(f"--regimes takes some of {', '.join(every)}, not {args.regimes}")
+    if args.fit and "full" not in given_names:
         raise SystemExit("--fit fits on the full regime: include it in --regimes")
+    quiet_names = [n for n in SILENCES if n in given_names]
+    asked = [n for n in REGIMES if n in given_names]
+    # a silence regime asks the users of another: stored, its own questions not asked
+    names = [n for n in REGIMES if n in asked or n in {SILENCES[q] for q in quiet_names}]
     revision = git_revision()
     corpus = load(args.data, args.conversations)
     regimes = [REGIMES[name](corpus) for name in names]
@@ -357,22 +504,32 @@ async def main() -> None:
         await settle(url)
         if args.fit:
             store.fusion = await fit(store, outcomes[names.index("full")].questions)
-        for out in outcomes:
+        outcomes_asked = [out for out in outcomes if out.regime.name in asked]
+        for out in outcomes_asked:
             out.ranked = await ask(store, out.questions)  # also warms each user's pages and plan
             for mode, (times, results) in (await ask_defaults(store, out.questions)).items():
                 out.times[mode], out.defaults[mode] = times, results
+            out.default, out.sweep = await ask_unset(
+                store, [(q.user, q.text, q.vector) for q in out.questions]
+            )
             print(f"{out.regime.name}: {len(out.questions)} questions asked")
+        lines = small_talk()
+        quiets = [
+            await ask_silence(store, silence(name, corpus, regimes[names.index(holder)], lines))
+            for name, holder in ((n, SILENCES[n]) for n in quiet_names)
+        ]
         fusion = store.fusion
 
     model = None if args.model == DEFAULT_EMBEDDING_MODEL else args.model
     given = [("--fit", args.fit), ("--candidates", args.candidates),
              ("--conversations", args.conversations),
-             ("--regimes", args.regimes if names != list(REGIMES) else None),
+             ("--regimes", args.regimes if given_names != every else None),
              ("--model", model)]  # fmt: skip
     command = " ".join(["python benchmarks/locomo.py"] + [
         name if value is True else f"{name} {value}" for name, value in given if value
     ])  # fmt: skip
-    body = report(outcomes, fusion, command, revision, args.model)
+    run_info = {"command": command, "revision": revision, "model": args.model}
+    body = report(outcomes_asked, quiets, fusion, run_info, settings)
     publish("locomo", body, write=not args.no_write)
 
 

@@ -27,6 +27,8 @@ class Corpus:
     dia_to_turn: dict[tuple[str, str], int] = field(default_factory=dict)
     questions: list[tuple[str, str, int, set[int]]] = field(default_factory=list)
     """(user, question, category, indexes in `turns` of the evidence's pairs)"""
+    speakers: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """each conversation's two speakers (speaker_a, speaker_b)"""
     skipped_evidence: int = 0
     skipped_questions: int = 0
 
@@ -53,6 +55,7 @@ def load(path: Path = LOCOMO, conversations: int | None = None) -> Corpus:
     for sample in json.loads(path.read_text())[:conversations]:
         user = sample["sample_id"]
         conv = sample["conversation"]
+        corpus.speakers[user] = (conv["speaker_a"], conv["speaker_b"])
         sessions = sorted(int(k.split("_")[1]) for k in conv if re.fullmatch(r"session_\d+", k))
         for n in sessions:
             turns = conv[f"session_{n}"]

@@ -528,3 +528,123 @@ def test_on_locomo_every_small_user_holds_exactly_two_sessions_without_evidence(
         evidence = evidence_sessions(corpus, ask.question)
         assert evidence <= held[ask.user] and len(held[ask.user] - evidence) == 2
     assert len(regime.asks) == 760
+
+
+def test_rename_replaces_whole_names_in_one_pass_and_keeps_possessives() -> None:
+    from lib.silence import rename
+
+    swap = {"Ann": "Bob", "Bob": "Ann", "Mel": "Gina"}
+    assert rename("Did Ann meet Bob's sister?", swap) == "Did Bob meet Ann's sister?"
+    assert rename("Annie and Bobby met Mel.", swap) == "Annie and Bobby met Gina."
+    assert rename("What did Melanie paint?", swap) == "What did Melanie paint?"
+    assert rename("No names here.", {}) == "No names here."
+
+
+def test_name_forms_take_short_and_misspelt_names_and_leave_others() -> None:
+    from lib.silence import name_forms
+
+    questions = [
+        "What did Mel paint?", "Who is Anthony?", "Which city did Jean and John visit?",
+        "What did Johns's team win?", "What happened in March?", "What did Melanie say?",
+    ]  # fmt: skip
+    forms = name_forms(["Jon", "Melanie"], questions)
+    assert forms == {"Jon": 0, "Melanie": 1, "Mel": 1, "John": 0}
+    assert name_forms(["Tim", "John"], questions)["Johns"] == 1
+    both = name_forms(["Jon", "Joanna"], ["Did Jo come?"])
+    assert "Jo" not in both  # a start of both names: left as it is
+
+
+def _two_pairs(name: str, speakers: tuple[str, str], questions: list[str]) -> dict[str, Any]:
+    sample = _conversation(name, 2, [(q, ["D1:1"], 4) for q in questions])
+    conv = sample["conversation"]
+    conv["speaker_a"], conv["speaker_b"] = speakers
+    return sample
+
+
+def test_other_conversations_ask_every_user_the_others_questions_renamed(tmp_path: Path) -> None:
+    from lib.corpus import load
+    from lib.regimes import full, small_users
+    from lib.silence import SILENCES, conversation_of, sampled_others, silence
+
+    path = tmp_path / "two.json"
+    first = _two_pairs("conv-a", ("Caroline", "Melanie"), ["Where did Mel go with Caroline?"])
+    second = _two_pairs("conv-b", ("Tim", "John"), ["What did Johns's team win?", "Is Tim ok?"])
+    path.write_text(json.dumps([first, second]))
+    corpus = load(path)
+    assert corpus.speakers == {"conv-a": ("Caroline", "Melanie"), "conv-b": ("Tim", "John")}
+
+    other = silence("silence-other", corpus, full(corpus), [])
+    assert (other.name, other.holder) == ("silence-other", SILENCES["silence-other"])
+    assert [(a.user, a.text, a.source) for a in other.asks] == [
+        ("conv-a", "What did Melanie's team win?", "conv-b"),
+        ("conv-a", "Is Caroline ok?", "conv-b"),
+        ("conv-b", "Where did John go with Tim?", "conv-a"),
+    ]
+    talk = silence("small-talk", corpus, full(corpus), ["hi", "thanks!"])
+    assert [(a.user, a.text) for a in talk.asks] == [
+        ("conv-a", "hi"), ("conv-a", "thanks!"), ("conv-b", "hi"), ("conv-b", "thanks!"),
+    ]  # fmt: skip
+
+    small = small_users(corpus)
+    users = conversation_of(corpus, small)
+    drawn = sampled_others(corpus, users, count=20)
+    assert drawn == sampled_others(corpus, users, count=20)  # seeded
+    assert len(drawn) == 20
+    for ask in drawn:
+        assert ask.source != users[ask.user]
+        theirs = {"conv-a": {"Caroline", "Melanie", "Mel"}, "conv-b": {"Tim", "John", "Johns"}}
+        assert not theirs[ask.source] & set(ask.text.replace("'s", " ").rstrip("?").split())
+    with pytest.raises(ValueError, match="no silence regime"):
+        silence("silence-elsewhere", corpus, full(corpus), [])
+
+
+def _memory(key: str, score: float | None) -> Any:
+    from datetime import UTC, datetime
+
+    from recall.memory import Memory
+
+    return Memory(key, "u", "a", None, None, datetime(2026, 1, 1, tzinfo=UTC), score=score)
+
+
+def test_the_sweep_cuts_a_threshold_zero_search_by_score() -> None:
+    from lib.silence import SWEEP, passing, sweep_mismatches
+
+    found = [_memory("a", 0.9), _memory("b", 0.5), _memory("c", 0.2)]
+    assert SWEEP == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    assert [m.id for m in passing(found, 0.5)] == ["a", "b"]
+    assert passing([_memory("d", None)], 0.1) == []
+    assert sweep_mismatches([found[:2], []], [found, found[2:]], 0.5) == 0
+    assert sweep_mismatches([found[:1], []], [found, found[2:]], 0.5) == 1
+
+
+def test_content_words_drop_stop_words_and_meet_at_their_stems() -> None:
+    from lib.heldout import content_words, shared_content_words
+
+    assert content_words("I've been learning the cello") == {"learn", "cello"}
+    assert shared_content_words("I have been running", "Which runs?") == {"run"}
+    assert shared_content_words("she lived there", "living") == {"liv"}
+    assert shared_content_words("two cities", "which city") == {"citi"}
+    assert shared_content_words("my child", "her childhood") == {"child"}
+    assert shared_content_words("I've been learning the cello", "Which instrument?") == set()
+
+
+def test_the_paraphrase_probe_shares_no_content_word_with_its_facts() -> None:
+    from lib.heldout import paraphrase_probe, shared_content_words
+
+    probe = paraphrase_probe()
+    facts = [t.fact for t in probe.thread if t.fact is not None]
+    assert sorted(facts) == list(range(12))  # each fact told once
+    assert 16 <= len(probe.thread) <= 20
+    assert sorted(fact for _q, fact in probe.questions) == list(range(12))
+    for question, fact in probe.questions:
+        turn = probe.fact_turn(fact)
+        assert shared_content_words(question, f"{turn.user} {turn.assistant}") == set(), question
+
+
+def test_small_talk_has_forty_lines_or_more_in_varied_families() -> None:
+    from lib.heldout import SMALL_TALK, small_talk
+
+    lines = small_talk()
+    families = {line["family"] for line in json.loads(SMALL_TALK.read_text())["lines"]}
+    assert len(lines) >= 40 and len(set(lines)) == len(lines)
+    assert len(families) >= 10
