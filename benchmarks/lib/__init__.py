@@ -8,6 +8,10 @@ more than one of them needs lives here, never in another script:
 - `lib.regimes`: LoCoMo's questions asked of the whole conversation, of small users and
   after each was asked once before (who holds which memories, what each question should
   find);
+- `lib.silence`: messages no memory answers (other conversations' questions renamed, small
+  talk) asked of those users, and the threshold sweep;
+- `lib.heldout`: the held-out data under benchmarks/data (small talk, the paraphrase probe) and
+  the check that a question shares no content word with its fact;
 - `lib.data`: skewed synthetic users with LoCoMo texts and clustered vectors, loaded through
   `MemoryStore.add_turns`, with queries and their exact answers;
 - `lib.items`: LangGraph store items in namespaces of skewed sizes, with clustered vectors
