@@ -47,8 +47,11 @@ class Memory:
         created_at: when the turn happened (timezone-aware).
         metadata: free JSON data stored with the turn.
         kind: "turn" (a user/AI pair), "note" (imported text) or "summary" (model-written).
-        score: what the search ranked by: cosine (semantic), BM25 (keyword) or the calibrated
-            relevance 0-1 (hybrid); None where there was no query.
+        score: what the search ranked by and the threshold compares: cosine (semantic), BM25
+            (keyword) or, in the default mode, the second stage's gated score 0-1
+            (docs/retrieval.md); None where there was no query.
+        explanation: with `search(..., explain=True)` in the default mode, the parts of the
+            score by feature (`recall.search.second_stage.Explanation.as_dict`); else None.
     """
 
     id: str
@@ -60,6 +63,7 @@ class Memory:
     metadata: dict[str, Any] = field(default_factory=dict)
     kind: str = "turn"
     score: float | None = None
+    explanation: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,6 +149,15 @@ SELECT * FROM recall.search_keyword(
     %(user_id)s, %(tsquery)s, %(words)s, %(query)s, %(limit)s, %(conversation_id)s
 );
 
+-- name: search_candidates
+-- The learned second stage's candidates (migration 0014): the user's best %(limit)s memories by
+-- BM25 and the %(vector_ids)s the vector side found, each with its embedding, the query terms it
+-- and its conversation neighbours hold, and the terms' document frequencies; one call that sets
+-- the row-level security key itself. %(scope)s: NULL, or the ids BM25 is taken over.
+SELECT * FROM recall.search_candidates(
+    %(user_id)s, %(query)s, %(tsquery)s, %(words)s, %(vector_ids)s, %(limit)s, %(scope)s
+);
+
 -- name: recent
 SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
        NULL::float8 AS distance, NULL::float8 AS bm25

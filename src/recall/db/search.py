@@ -1,18 +1,20 @@
 """Search statements: a user's nearest memories by cosine (the exact plan or their own HNSW
-index) and their best memories by BM25."""
+index), their best memories by BM25, and the second stage's candidates."""
 
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from psycopg import AsyncConnection
 
 from recall.db.sql import fetch_all
 from recall.embeddings import Vector
 from recall.memory import MemoryRow
+from recall.search.candidates import CandidateRow
 from recall.search.keywords import KeywordQuery
 
-__all__ = ["keyword_rows", "vector_rows"]
+__all__ = ["candidate_rows", "keyword_rows", "vector_rows"]
 
 
 async def vector_rows(
@@ -59,3 +61,27 @@ async def keyword_rows(
         "conversation_id": conversation_id,
     }
     return await fetch_all(conn, "search_keyword", params, MemoryRow)
+
+
+async def candidate_rows(
+    conn: AsyncConnection[Any],
+    *,
+    user_id: str,
+    vector: Vector,
+    keywords: KeywordQuery,
+    vector_ids: list[UUID],
+    limit: int,
+    scope: list[UUID] | None = None,
+) -> list[CandidateRow]:
+    """The second stage's candidates: the user's best `limit` memories by BM25 (among `scope`
+    when given) and `vector_ids`, with what its features need (migration 0014), in id order."""
+    params = {
+        "user_id": user_id,
+        "query": vector,
+        "tsquery": None if keywords.empty else keywords.tsquery,
+        "words": keywords.words,
+        "vector_ids": vector_ids,
+        "limit": limit,
+        "scope": scope,
+    }
+    return await fetch_all(conn, "search_candidates", params, CandidateRow)

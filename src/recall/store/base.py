@@ -23,6 +23,7 @@ from recall.embeddings import Embedder
 from recall.errors import InvalidInputError, StoreError
 from recall.memory import Turn, make_turn
 from recall.search.fusion import DEFAULT_FUSION, FusionModel
+from recall.search.second_stage import SecondStage, second_stage_for
 
 __all__ = ["Plan", "StoreBase"]
 
@@ -44,7 +45,10 @@ class StoreBase:
         embedder: embeds turns and queries.
         settings: limits, search and index settings.
         database: where the pool connects (kept for the embedded server's lifetime).
-        fusion: the hybrid mode's calibrated fusion model.
+        fusion: the hybrid mode's fusion model, for an embedder without a second stage.
+        second_stage: the hybrid mode's learned second stage and gate (decision 0022): True
+            for the one shipped for the embedder's model (the fusion where none is), False for
+            the fusion always, or a `SecondStage` of your own fit.
         read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads
             stay on `pool` until the replica has replayed their latest write here (0021).
     """
@@ -57,11 +61,15 @@ class StoreBase:
         *,
         database: Database | None = None,
         fusion: FusionModel = DEFAULT_FUSION,
+        second_stage: SecondStage | bool = True,
         read_pool: AsyncConnectionPool | None = None,
     ) -> None:
         self.pool = pool
         self.read_pool = read_pool or pool
         self.fusion = fusion
+        self.second_stage: SecondStage | None = (
+            second_stage_for(embedder.name) if second_stage is True else (second_stage or None)
+        )
         self.embedder = embedder
         self.settings = settings
         self.database = database

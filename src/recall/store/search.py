@@ -5,30 +5,50 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from uuid import UUID
 
+import numpy as np
 from psycopg import AsyncConnection
 
 from recall.db.memories import user_plan
-from recall.db.search import keyword_rows, vector_rows
+from recall.db.search import candidate_rows, keyword_rows, vector_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, MemoryRow, clean_id, clean_text
+from recall.search.candidates import CandidateRow
 from recall.search.echo import is_unanswered
 from recall.search.keywords import keywords_from_text, parse_keywords
 from recall.search.modes import MODES, Mode
 from recall.search.ranking import cosine, fuse, row_memory
+from recall.search.second_stage import SecondStage
 from recall.store.base import Plan
 from recall.store.checks import check_limit, check_threshold
 from recall.store.maintenance import Maintenance
 
-__all__ = ["ECHO_SLACK", "Search"]
+__all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Search"]
 
 ECHO_SLACK = 20  # rows fetched beyond the limit, so leaving out echoes still fills it
+# A user with more memories than SCOPE_FROM gets the second stage over their SCOPE nearest
+# memories: BM25 and its statistics are taken there (as for a user of SCOPE memories, the size
+# the second stage was fitted on), so its cost does not grow with the history; a memory that only
+# BM25 would find outside them is not a candidate (docs/retrieval.md).
+SCOPE_FROM = 2000
+SCOPE = 300
 
 
 def _answered(rows: list[MemoryRow]) -> list[MemoryRow]:
     """The rows that are not a question left unanswered (recall.search.echo)."""
     return [r for r in rows if not is_unanswered(r.user_message, r.ai_response)]
+
+
+def _pick(found: list[CandidateRow], near: list[UUID], k: int) -> list[CandidateRow]:
+    """The second stage's candidates: the vector side's, and the best `k` by BM25 once the
+    questions left unanswered are out (the SQL brings a few more for that)."""
+    wanted = set(near)
+    answered = [r for r in found if not is_unanswered(r.user_message, r.ai_response)]
+    by_bm25 = sorted((r for r in answered if r.bm25 > 0), key=lambda r: (-r.bm25, str(r.id)))
+    wanted.update(r.id for r in by_bm25[:k])
+    return [r for r in answered if r.id in wanted]
 
 
 class Search(Maintenance):
@@ -44,6 +64,7 @@ class Search(Maintenance):
         *,
         mode: Mode | None = None,
         query_vector: Vector | None = None,
+        explain: bool = False,
     ) -> list[Memory]:
         """The user's memories most relevant to `query_text`, best first.
 
@@ -53,9 +74,11 @@ class Search(Maintenance):
                 user's memories (docs/decisions/0001-per-user-search.md).
             keyword: BM25 over full-text search of the query's words; the threshold does not
                 apply (BM25 has no fixed scale); `similarity` is still the cosine.
-            hybrid: vector and keyword candidates fused into a calibrated relevance (0-1,
-                `Memory.score`) that the threshold applies to
-                (docs/decisions/0005-hybrid-retrieval.md); `similarity` is still the cosine.
+            hybrid (the default): the learned second stage and its gate (decision 0022) over
+                the best memories by cosine and by BM25: `Memory.score` (0-1) is what the
+                threshold compares, and at 0.5 nothing passes when no memory answers the
+                message (docs/retrieval.md). For an embedder without a fitted second stage,
+                the fusion of decision 0005. `similarity` is still the cosine.
 
         Args:
             user_id: whose memories to search.
@@ -64,6 +87,8 @@ class Search(Maintenance):
             similarity_threshold: 0 to 1; None: `settings.similarity_threshold`.
             mode: "semantic", "keyword" or "hybrid"; None: `settings.retrieval_mode`.
             query_vector: a precomputed query embedding; `query_text` is then not embedded.
+            explain: fill `Memory.explanation` with the parts of each score (hybrid mode with
+                the second stage only).
 
         Raises:
             InvalidInputError, EmbeddingError, StoreError.
@@ -94,6 +119,10 @@ class Search(Maintenance):
             rows = await self._vector_search(uid, vector, fetch, 1.0 - threshold)
             rows = _answered(rows)
             return [row_memory(r, score=cosine(r.distance)) for r in rows[:limit]]
+        if self.second_stage is not None:
+            return await self._second_stage(
+                self.second_stage, uid, text, vector, limit, threshold, explain=explain
+            )
         pool_size = max(limit, self.settings.hybrid_candidates)
 
         async def vector_side() -> list[MemoryRow]:
@@ -107,6 +136,82 @@ class Search(Maintenance):
         # echoes leave before fusion: its rank features compare each candidate with the best
         fused = fuse(_answered(vec_rows), _answered(kw_rows), self.fusion)
         return [m for m, score in fused if score >= threshold][:limit]
+
+    async def _second_stage(
+        self,
+        stage: SecondStage,
+        uid: str,
+        text: str,
+        vector: Vector,
+        limit: int,
+        threshold: float,
+        *,
+        explain: bool,
+    ) -> list[Memory]:
+        """The default ranking: the best memories by cosine (the user's plan), then one call for
+        those and the best by BM25 with what the features need, scored and gated in Python."""
+        rows, near = await self.candidates(uid, text, vector, max(stage.candidates, limit))
+        if not rows:
+            return []
+        scored = stage.score(text, np.asarray(vector, dtype=np.float64), rows, near)
+        out = []
+        for i in scored.order[:limit]:
+            score = scored.scores[i]
+            if score < threshold:
+                break
+            row = rows[i]
+            out.append(
+                Memory(
+                    id=str(row.id),
+                    user_message=row.user_message,
+                    ai_response=row.ai_response,
+                    similarity=cosine(row.distance),
+                    conversation_id=row.conversation_id,
+                    created_at=row.created_at,
+                    metadata=row.metadata or {},
+                    kind=row.kind,
+                    score=score,
+                    explanation=scored.explain(stage, i).as_dict() if explain else None,
+                )
+            )
+        return out
+
+    async def candidates(
+        self, user_id: str, query_text: str, query_vector: Vector, k: int
+    ) -> tuple[list[CandidateRow], list[int]]:
+        """The second stage's candidates for a query: the user's best `k` memories by cosine
+        (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
+        when they hold more than `SCOPE_FROM`), questions left unanswered out, and the vector
+        side's order as indexes into them (best first). For
+        `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served.
+
+        Raises:
+            StoreError.
+        """
+        plan = self._plans.get(user_id)
+        wide = plan is not None and plan.memories > SCOPE_FROM
+        near = await self._vector_search(
+            user_id, query_vector, SCOPE if wide else k + ECHO_SLACK, 2.0
+        )
+        plan = self._plans.get(user_id)
+        if not wide and plan is not None and plan.memories > SCOPE_FROM:  # learnt just now
+            wide = True
+            near = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
+        scope = [r.id for r in near] if wide else None
+        near = _answered(near)[:k]
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            found = await candidate_rows(
+                conn,
+                user_id=user_id,
+                vector=query_vector,
+                keywords=keywords_from_text(query_text),
+                vector_ids=[r.id for r in near],
+                limit=k + ECHO_SLACK,
+                scope=scope,
+            )
+        rows = _pick(found, [r.id for r in near], k)
+        position = {r.id: i for i, r in enumerate(rows)}
+        return rows, [position[r.id] for r in near if r.id in position]
 
     async def keyword_search(
         self,

@@ -1,0 +1,280 @@
+"""The learned second stage's features (docs/retrieval.md, decision 0022).
+
+Two kinds, both computed from `recall.search_candidates` rows and the query alone:
+
+- per candidate (`RANK_FEATURES`), what the ranker orders by: its cosine; its BM25 normalised by
+  the query (over the idf of the query's terms, so it means the same for any user) and the share
+  of the query's idf it matches; the same for its conversation neighbours (the turn before and
+  after it), since the answer often sits next to the turn that matches; how many candidates its
+  conversation holds; whether the query asks "when" and the memory holds a date; its length and
+  recency; and, list-relative, its rank in each list and its gap to the best. `products` adds the
+  element-wise product of the query's and the memory's vectors: a learned similarity.
+- per query (`GATE_FEATURES`), what the gate decides by: absolute evidence that anything here
+  answers the message. How much of the query's idf the user's memories hold at all
+  (`coverage`: a question about what the user never spoke of names terms they never used), the
+  best cosines, the ranker's best three logits, and `intent`, a linear model over the query's own
+  vector that tells small talk and generic requests (greetings, thanks, arithmetic, translation)
+  from questions about the user's life, whatever the memories hold.
+
+Nothing here reads a name or a speaker: silence may not rest on names (decision 0022).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from recall.search.candidates import CandidateRow, vector_of
+from recall.search.echo import is_question
+
+__all__ = [
+    "GATE_FEATURES",
+    "RANK_FEATURES",
+    "QueryFacts",
+    "gate_features",
+    "products",
+    "query_facts",
+    "rank_features",
+]
+
+RANK_FEATURES = (
+    "cos",
+    "bm25_qnorm",
+    "idf_frac",
+    "term_frac",
+    "bm25_sat",
+    "q_when",
+    "cand_temporal",
+    "when_x_temporal",
+    "log_len",
+    "nb_cos",
+    "nb_idf_frac",
+    "nb_bm",
+    "sess_cos",
+    "sess_n",
+    "sess_idf",
+    "recency",
+    "is_question",
+    "rank_cos",
+    "rank_bm25",
+    "cos_gap",
+    "bm25_rel",
+)
+GATE_FEATURES = (
+    "coverage",
+    "n_terms",
+    "best_cos",
+    "cos2",
+    "cos_mean",
+    "best_idf",
+    "best_bmq",
+    "log_n",
+    "intent",
+    "z1",
+    "z2",
+    "z3",
+    "best_nb_idf",
+    "best_term_frac",
+    "coverage_x_log_n",
+    "best_cos_x_log_n",
+    "z1_x_log_n",
+    "cos_standout",
+)
+_COL = {name: i for i, name in enumerate(RANK_FEATURES)}
+_WORD = re.compile(r"[^\W_]+")
+_MONTHS = "january february march april may june july august september october november december"
+_TEMPORAL = frozenset(
+    (
+        _MONTHS + " yesterday today tomorrow ago last next week weekend month year weeks "
+        "months years recently since soon tonight morning evening"
+    ).split()
+)
+_NO_LOGIT = -10.0  # the ranker logit of a missing second or third candidate
+
+
+@dataclass(frozen=True, slots=True)
+class QueryFacts:
+    """What the features need of the query and the user's memories as a whole.
+
+    Attributes:
+        idf: each query term's idf among the user's memories (0 for a term they never used).
+        idf_sum: the idf of the terms they used.
+        coverage: `idf_sum` over the query's whole idf, an unused term weighing the most a term
+            can (0 when the query has no term).
+        memories: the user's number of memories.
+        asks_when: the query asks for a time ("when ...", "what year", "how long").
+    """
+
+    idf: tuple[float, ...]
+    idf_sum: float
+    coverage: float
+    memories: float
+    asks_when: bool
+
+
+def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
+    """The query's terms' idf (BM25's, as recall.search_candidates computes it) and coverage."""
+    if not rows:
+        return QueryFacts((), 0.0, 0.0, 0.0, False)
+    n = max(rows[0].memories, 1.0)
+    dfs = rows[0].term_df
+    idf = tuple(math.log(1 + (n - df + 0.5) / (df + 0.5)) if df > 0 else 0.0 for df in dfs)
+    most = math.log(1 + (n + 0.5) / 0.5)
+    idf_sum = sum(idf)
+    whole = sum(v if v > 0 else most for v in idf)
+    low = query_text.lower()
+    asks_when = low.lstrip().startswith("when") or "what year" in low or "how long" in low
+    return QueryFacts(idf, idf_sum, idf_sum / whole if whole > 0 else 0.0, n, asks_when)
+
+
+def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
+    """The share of the query's idf that the matched terms (1-based numbers) hold."""
+    if facts.idf_sum <= 0:
+        return 0.0
+    return sum(facts.idf[t - 1] for t in matched if 0 < t <= len(facts.idf)) / facts.idf_sum
+
+
+def _temporal(row: CandidateRow) -> bool:
+    words = _WORD.findall(f"{row.user_message} {row.ai_response}".lower())
+    return any(w in _TEMPORAL or w.isdigit() for w in words)
+
+
+def _session(row: CandidateRow) -> object:
+    """A memory's conversation (a memory without one is a conversation of its own)."""
+    return row.conversation_id if row.conversation_id is not None else row.id
+
+
+def _cos(distance: float | None) -> float:
+    return 0.0 if distance is None else 1.0 - float(distance)
+
+
+def rank_features(
+    facts: QueryFacts, rows: Sequence[CandidateRow], vector_order: Sequence[int], k: int
+) -> np.ndarray:
+    """The `RANK_FEATURES` of each candidate (one row each, in `rows`' order).
+
+    Args:
+        facts: `query_facts` of the query.
+        rows: the candidates.
+        vector_order: the candidates of the vector side, as indexes into `rows`, best first.
+        k: how many of each list count as ranked (the candidates per side).
+    """
+    x = np.zeros((len(rows), len(RANK_FEATURES)))
+    if not rows:
+        return x
+    cos = np.array([_cos(r.distance) for r in rows])
+    bm25 = np.array([r.bm25 for r in rows])
+    idf_sum = facts.idf_sum
+    n_terms = max(len(facts.idf), 1)
+    vector_rank = {i: rank for rank, i in enumerate(vector_order[:k])}
+    by_bm25 = sorted((i for i in range(len(rows)) if bm25[i] > 0), key=lambda i: -bm25[i])
+    keyword_rank = {i: rank for rank, i in enumerate(by_bm25[:k])}
+    best_cos = float(cos[vector_order[0]]) if vector_order else float(cos.max())
+    best_bm25 = float(bm25.max())
+    shares = [_share(facts, r.matched) for r in rows]
+    sessions: dict[object, list[int]] = {}
+    for i, r in enumerate(rows):
+        sessions.setdefault(_session(r), []).append(i)
+    times = [r.created_at for r in rows]
+    first, last = min(times), max(times)
+    span = (last - first).total_seconds()
+    for i, r in enumerate(rows):
+        f = x[i]
+        f[_COL["cos"]] = cos[i]
+        f[_COL["bm25_qnorm"]] = bm25[i] / idf_sum if idf_sum > 0 else 0.0
+        f[_COL["idf_frac"]] = shares[i]
+        f[_COL["term_frac"]] = len(r.matched) / n_terms
+        f[_COL["bm25_sat"]] = bm25[i] / (bm25[i] + 5.0)
+        f[_COL["q_when"]] = float(facts.asks_when)
+        temporal = float(_temporal(r))
+        f[_COL["cand_temporal"]] = temporal
+        f[_COL["when_x_temporal"]] = temporal * float(facts.asks_when)
+        f[_COL["log_len"]] = math.log1p(r.doc_len)
+        neighbours = [
+            (d, m, b)
+            for d, m, b in (
+                (r.prev_distance, r.prev_matched, r.prev_bm25),
+                (r.next_distance, r.next_matched, r.next_bm25),
+            )
+            if d is not None
+        ]
+        f[_COL["nb_cos"]] = max((_cos(d) for d, _m, _b in neighbours), default=0.0)
+        f[_COL["nb_idf_frac"]] = max((_share(facts, m) for _d, m, _b in neighbours), default=0.0)
+        f[_COL["nb_bm"]] = (
+            max((b for _d, _m, b in neighbours), default=0.0) / idf_sum if idf_sum > 0 else 0.0
+        )
+        same = sessions[_session(r)]
+        others = sorted((cos[j] for j in same), reverse=True)
+        f[_COL["sess_cos"]] = others[1] if len(others) > 1 else 0.0
+        f[_COL["sess_n"]] = len(same) / len(rows)
+        f[_COL["sess_idf"]] = max(shares[j] for j in same)
+        f[_COL["recency"]] = (r.created_at - first).total_seconds() / span if span > 0 else 1.0
+        f[_COL["is_question"]] = float(is_question(r.user_message))
+        f[_COL["rank_cos"]] = 1.0 / (1 + vector_rank[i]) if i in vector_rank else 0.0
+        f[_COL["rank_bm25"]] = 1.0 / (1 + keyword_rank[i]) if i in keyword_rank else 0.0
+        f[_COL["cos_gap"]] = best_cos - cos[i]
+        f[_COL["bm25_rel"]] = bm25[i] / best_bm25 if best_bm25 > 0 else 0.0
+    return x
+
+
+def products(query: np.ndarray, rows: Sequence[CandidateRow]) -> np.ndarray:
+    """The element-wise product of the query's vector and each candidate's (one row each)."""
+    if not rows:
+        return np.zeros((0, len(query)))
+    stacked: np.ndarray = np.vstack([vector_of(r) for r in rows])
+    out: np.ndarray = stacked * query[None, :]
+    return out
+
+
+def gate_features(
+    facts: QueryFacts,
+    x: np.ndarray,
+    logits: np.ndarray,
+    vector_cosines: Sequence[float],
+    intent: float,
+) -> np.ndarray:
+    """The `GATE_FEATURES` of a query.
+
+    Args:
+        facts: `query_facts` of the query.
+        x: its candidates' `rank_features`.
+        logits: the ranker's logit of each candidate.
+        vector_cosines: the vector side's cosines, best first.
+        intent: the intent model's logit for the query's vector.
+    """
+    top = sorted(logits.tolist(), reverse=True)[:3]
+    z = top + [_NO_LOGIT] * (3 - len(top))
+    cosines = list(vector_cosines) or [0.0]
+    best = cosines[0]
+    second = cosines[1] if len(cosines) > 1 else 0.0
+    mean = float(np.mean(cosines[:10]))
+    log_n = math.log(max(facts.memories, 1.0))
+
+    def best_of(name: str) -> float:
+        return float(x[:, _COL[name]].max()) if len(x) else 0.0
+
+    values = {
+        "coverage": facts.coverage,
+        "n_terms": float(len(facts.idf)),
+        "best_cos": best,
+        "cos2": second,
+        "cos_mean": mean,
+        "best_idf": best_of("idf_frac"),
+        "best_bmq": best_of("bm25_qnorm"),
+        "log_n": log_n,
+        "intent": intent,
+        "z1": z[0],
+        "z2": z[1],
+        "z3": z[2],
+        "best_nb_idf": best_of("nb_idf_frac"),
+        "best_term_frac": best_of("term_frac"),
+        "coverage_x_log_n": facts.coverage * log_n,
+        "best_cos_x_log_n": best * log_n,
+        "z1_x_log_n": z[0] * log_n,
+        "cos_standout": best - mean,
+    }
+    return np.array([values[name] for name in GATE_FEATURES])

@@ -1,0 +1,310 @@
+"""The learned second stage and its gate: the default ranking (docs/retrieval.md, decision 0022).
+
+Three linear models over `recall.search.features`, fitted leave-one-conversation-out by
+`python benchmarks/fit_second_stage.py` and shipped as package data, one file per embedding
+model (`second_stage/<model>.json`: the cosines and vectors they read are that model's):
+
+- the **ranker** orders the candidates: a logit `z` per memory;
+- the **intent** model reads the query's own vector: small talk and generic requests score low;
+- the **gate** reads the query as a whole (intent, coverage, the best cosines and logits) and
+  gives `g`, the log-odds that one of the memories answers the message, shifted by the fitted
+  `gate_offset` (its operating point: docs/benchmarks.md publishes reach and silence for every
+  threshold).
+
+A memory's score is `sigmoid(g + slope * (z - z_best))`: the best candidate scores the gate's
+probability and the others less, by how far the ranker puts them below it. So the default
+threshold 0.5 is a gate: when nothing answers the message nothing passes, and when something
+does, the best candidates pass. It is not a per-memory probability.
+
+Each score splits into the features' contributions (`explain`), since every model is linear.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from recall.errors import ConfigError
+from recall.search.candidates import CandidateRow
+from recall.search.features import (
+    GATE_FEATURES,
+    RANK_FEATURES,
+    gate_features,
+    products,
+    query_facts,
+    rank_features,
+)
+
+__all__ = [
+    "Explanation",
+    "LinearModel",
+    "Scored",
+    "SecondStage",
+    "load_second_stage",
+    "second_stage_for",
+]
+
+_PRODUCTS = "vectors"  # the name of the element-wise products' joint contribution
+
+
+def _sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@dataclass(frozen=True, slots=True)
+class LinearModel:
+    """A logistic model on standardised features: `intercept + sum(w * (x - mean) / scale)`."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    intercept: float
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """The logit of each row of `x`."""
+        if len(x) == 0:
+            return np.zeros(0)
+        out: np.ndarray = self.intercept + ((x - self.mean) / self.scale) @ self.weights
+        return out
+
+    def contributions(self, row: np.ndarray) -> dict[str, float]:
+        """Each feature's part of one row's logit (they add up to it, with the intercept)."""
+        parts = (row - self.mean) / self.scale * self.weights
+        return dict(zip(self.features, (float(p) for p in parts), strict=True))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> LinearModel:
+        """Read a model, checking that it is over `names`, in that order.
+
+        Raises:
+            ConfigError: the model is over other features or its arrays disagree.
+        """
+        features = tuple(data["features"])
+        if features != tuple(names):
+            raise ConfigError(f"second-stage model over {features}, expected {tuple(names)}")
+        arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
+        if any(a.shape != (len(names),) for a in arrays) or np.any(arrays[1] <= 0):
+            raise ConfigError("second-stage model arrays do not match its features")
+        return cls(features, arrays[0], arrays[1], arrays[2], float(data["intercept"]))
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as JSON data (`from_json` reads it back)."""
+        return {
+            "features": list(self.features),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "weights": self.weights.tolist(),
+            "intercept": self.intercept,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a memory scored what it did: the parts of its ranker logit and of the query's gate
+    logit, each by feature (`vectors` is the learned similarity of the two vectors).
+
+    Attributes:
+        score: sigmoid(gate + slope * (logit - best_logit)).
+        gate: the gate's logit for the query (offset included); below 0, nothing passes 0.5.
+        logit, best_logit: the ranker's logit for this memory and for the best candidate.
+        ranker: each feature's part of `logit`.
+        gate_parts: each feature's part of `gate`.
+    """
+
+    score: float
+    gate: float
+    logit: float
+    best_logit: float
+    ranker: dict[str, float]
+    gate_parts: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (for JSON): rounded, largest parts first."""
+
+        def ordered(parts: Mapping[str, float]) -> dict[str, float]:
+            return {k: round(v, 4) for k, v in sorted(parts.items(), key=lambda kv: -abs(kv[1]))}
+
+        return {
+            "score": round(self.score, 4),
+            "gate": round(self.gate, 4),
+            "logit": round(self.logit, 4),
+            "best_logit": round(self.best_logit, 4),
+            "ranker": ordered(self.ranker),
+            "gate_parts": ordered(self.gate_parts),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The second stage's verdict on one query's candidates.
+
+    Attributes:
+        order: indexes into the candidates, best first.
+        scores: each candidate's score (0-1), in the candidates' order.
+        logits: each candidate's ranker logit, in the candidates' order.
+        gate: the query's gate logit (offset included).
+    """
+
+    order: list[int]
+    scores: list[float]
+    logits: np.ndarray
+    gate: float
+    _rank_x: np.ndarray
+    _products: np.ndarray
+    _gate_x: np.ndarray
+
+    def explain(self, stage: SecondStage, index: int) -> Explanation:
+        """The parts of candidate `index`'s score."""
+        ranker = stage.ranker.contributions(self._rank_x[index])
+        ranker[_PRODUCTS] = float(self._products[index] @ stage.product_weights)
+        ranker["intercept"] = stage.ranker.intercept
+        gate_parts = stage.gate.contributions(self._gate_x)
+        gate_parts["intercept"] = stage.gate.intercept
+        gate_parts["offset"] = stage.gate_offset
+        best = float(self.logits[self.order[0]])
+        return Explanation(
+            score=self.scores[index],
+            gate=self.gate,
+            logit=float(self.logits[index]),
+            best_logit=best,
+            ranker=ranker,
+            gate_parts=gate_parts,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SecondStage:
+    """The fitted second stage for one embedding model (see the module's docstring).
+
+    Attributes:
+        embedding_model: the model whose cosines and vectors it was fitted on.
+        candidates: how many memories each side (cosine, BM25) brings.
+        ranker: orders the candidates (`RANK_FEATURES`).
+        product_weights: the ranker's weights of the query-memory vector products.
+        intent: the intent model's weights over the query's vector.
+        intent_intercept: its intercept.
+        gate: the gate (`GATE_FEATURES`).
+        gate_offset: added to the gate's logit: its operating point.
+        slope: how fast a candidate's score falls below the best one's, per unit of logit.
+        source: how the weights were fitted (command, data, date), for the record.
+    """
+
+    embedding_model: str
+    candidates: int
+    ranker: LinearModel
+    product_weights: np.ndarray
+    intent: np.ndarray
+    intent_intercept: float
+    gate: LinearModel
+    gate_offset: float
+    slope: float
+    source: Mapping[str, Any]
+
+    def score(
+        self,
+        query_text: str,
+        query_vector: np.ndarray,
+        rows: Sequence[CandidateRow],
+        vector_order: Sequence[int],
+    ) -> Scored:
+        """Score one query's candidates.
+
+        Args:
+            query_text: the message.
+            query_vector: its embedding (the same model as `embedding_model`).
+            rows: the candidates (`recall.search_candidates`, echoes left out).
+            vector_order: the vector side's candidates as indexes into `rows`, best first.
+        """
+        facts = query_facts(query_text, rows)
+        x = rank_features(facts, rows, vector_order, self.candidates)
+        prod = products(query_vector, rows)
+        logits = self.ranker.logits(x) + (prod @ self.product_weights if len(rows) else 0.0)
+        intent = float(query_vector @ self.intent + self.intent_intercept)
+        cosines = [1.0 - float(rows[i].distance) for i in vector_order]
+        gx = gate_features(facts, x, np.asarray(logits), cosines, intent)
+        gate = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
+        order = sorted(range(len(rows)), key=lambda i: (-float(logits[i]), str(rows[i].id)))
+        best = float(logits[order[0]]) if order else 0.0
+        scores = [_sigmoid(gate + self.slope * (float(z) - best)) for z in logits]
+        return Scored(order, scores, np.asarray(logits), gate, x, prod, gx)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SecondStage:
+        """Read a fitted second stage (`to_json`'s format).
+
+        Raises:
+            ConfigError: the data is not a second stage over today's features.
+        """
+        try:
+            ranker = LinearModel.from_json(data["ranker"], RANK_FEATURES)
+            gate = LinearModel.from_json(data["gate"], GATE_FEATURES)
+            dims = int(data["dimensions"])
+            product_weights = np.asarray(data["ranker"]["products"], dtype=np.float64)
+            intent = np.asarray(data["intent"]["weights"], dtype=np.float64)
+            if product_weights.shape != (dims,) or intent.shape != (dims,):
+                raise ConfigError("second-stage vector weights do not match its dimensions")
+            return cls(
+                embedding_model=str(data["embedding_model"]),
+                candidates=int(data["candidates"]),
+                ranker=ranker,
+                product_weights=product_weights,
+                intent=intent,
+                intent_intercept=float(data["intent"]["intercept"]),
+                gate=gate,
+                gate_offset=float(data["gate_offset"]),
+                slope=float(data["slope"]),
+                source=dict(data.get("source", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"not a second-stage model: {exc!r}") from exc
+
+    def to_json(self) -> dict[str, Any]:
+        """The fitted stage as JSON data."""
+        ranker = self.ranker.to_json()
+        ranker["products"] = self.product_weights.tolist()
+        return {
+            "embedding_model": self.embedding_model,
+            "dimensions": len(self.intent),
+            "candidates": self.candidates,
+            "ranker": ranker,
+            "intent": {"weights": self.intent.tolist(), "intercept": self.intent_intercept},
+            "gate": self.gate.to_json(),
+            "gate_offset": self.gate_offset,
+            "slope": self.slope,
+            "source": dict(self.source),
+        }
+
+
+def load_second_stage(text: str) -> SecondStage:
+    """A second stage from its JSON text.
+
+    Raises:
+        ConfigError: the text is not a second stage's JSON.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"second-stage model is not JSON: {exc}") from exc
+    return SecondStage.from_json(data)
+
+
+@cache
+def second_stage_for(embedding_model: str) -> SecondStage | None:
+    """The shipped second stage fitted for `embedding_model`, or None when none is (then the
+    store ranks by the fusion of decision 0005). Read once per process."""
+    folder = resources.files("recall.search").joinpath("second_stage")
+    entry = folder.joinpath(f"{embedding_model}.json")
+    if not entry.is_file():
+        return None
+    return load_second_stage(entry.read_text("utf-8"))
