@@ -113,15 +113,15 @@ def one_run(repository: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    args = parser(__doc__)
-    args.add_argument("--runs", type=int, default=3, help="counted runs")
-    args.add_argument("--no-warm-up", action="store_true", help="count the first run too")
-    opts = args.parse_args()
+    cli = parser(__doc__)
+    cli.add_argument("--runs", type=int, default=3, help="counted runs")
+    cli.add_argument("--no-warm-up", action="store_true", help="count the first run too")
+    args = cli.parse_args()
     revision = git_revision()
-    if not opts.no_warm_up:
+    if not args.no_warm_up:
         install, total = one_run(ROOT)
         print(f"warm-up (not counted): install {install:.1f} s, answering at {total:.1f} s")
-    runs = [one_run(ROOT) for _ in range(opts.runs)]
+    runs = [one_run(ROOT) for _ in range(args.runs)]
     rows: list[list[object]] = [
         [i + 1, f"{install:.1f}", f"{total:.1f}"] for i, (install, total) in enumerate(runs)
     ]
@@ -136,14 +136,14 @@ def main() -> None:
 
 {revision}: `git clone` of the committed HEAD into a new folder, then `make run` (a new
 `.venv`: `pip install -e .[server]`, no torch; a new embedded database; the example server),
-timed until `/ok` answers; {opts.runs} runs after {"no" if opts.no_warm_up else "one"} uncounted
+timed until `/ok` answers; {args.runs} runs after {"no" if args.no_warm_up else "one"} uncounted
 warm-up run, so pip's wheel cache (~/.cache/pip) is warm, as for a second clone on the same
 machine. A first clone ever on a machine also downloads the wheels. Target: <= 45 s (issue 29).
 {machine()}.
 
 {table(["run", "install s", "until the server answers s"], rows)}
 """
-    publish("first-run", body, write=not opts.no_write)
+    publish("first-run", body, write=not args.no_write)
 
 
 if __name__ == "__main__":
