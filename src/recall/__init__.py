@@ -3,7 +3,7 @@
 from recall.basestore import RecallStore
 from recall.config import Settings
 from recall.creation.consolidate import ConsolidationScheduler, Consolidator
-from recall.embeddings import Embedder, MiniLMEmbeddings
+from recall.embeddings import BgeSmallEmbeddings, Embedder, MiniLMEmbeddings
 from recall.errors import (
     ConfigError,
     EmbeddingError,
@@ -28,6 +28,7 @@ from recall.search.rerank import ChatModelReranker, Reranker
 from recall.store import MemoryStore
 
 __all__ = [
+    "BgeSmallEmbeddings",
     "ChatModelReranker",
     "ConfigError",
     "ConsolidationScheduler",

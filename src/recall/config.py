@@ -22,8 +22,10 @@ __all__ = [
     "force_offline_hub",
 ]
 
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-EMBEDDING_BACKENDS = ("onnx", "torch")  # how the default model runs (recall.embeddings)
+# the model a new database gets when RECALL_EMBEDDING_MODEL is unset (recall.embeddings.choose:
+# a database bound to another model keeps it until `recall reembed`)
+DEFAULT_EMBEDDING_MODEL = "bge-small-en-v1.5"
+EMBEDDING_BACKENDS = ("onnx", "torch")  # how all-MiniLM-L6-v2 runs (recall.embeddings.minilm)
 # the retrieval modes, defined here once (`recall.search.modes` names them for the search code)
 RetrievalMode = Literal["semantic", "keyword", "hybrid"]
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
@@ -112,7 +114,8 @@ class Settings:
     read_database_url: str | None = field(default=None, repr=False)
     data_dir: Path = field(default_factory=lambda: default_data_home() / "pgdata")
     queue_path: Path = field(default_factory=lambda: default_data_home() / "outbox.sqlite3")
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    # None: not configured; the model the database is bound to, else DEFAULT_EMBEDDING_MODEL
+    embedding_model: str | None = None
     embedding_backend: str = "onnx"
     model_cache_dir: Path = field(default_factory=default_model_cache_dir)
     max_memories: int = 3
@@ -198,7 +201,11 @@ class Settings:
                 or self.log_level.upper() in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
                 "must be DEBUG, INFO, WARNING, ERROR or CRITICAL",
             ),
-            ("embedding_model", bool(self.embedding_model), "must not be empty"),
+            (
+                "embedding_model",
+                self.embedding_model is None or bool(self.embedding_model.strip()),
+                "must not be blank (leave it unset for the default)",
+            ),
             (
                 "embedding_backend",
                 self.embedding_backend in EMBEDDING_BACKENDS,

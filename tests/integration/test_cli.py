@@ -162,7 +162,7 @@ def test_embedded_server_start_status_stop(tmp_path: Path) -> None:
     assert "running:     yes" in recall("db", "status")  # it outlived the `start` process
     # sized for this machine once, at its first start
     assert "shared_buffers" in (tmp_path / "pgdata" / "postgresql.auto.conf").read_text()
-    assert "model ready: all-MiniLM-L6-v2" in recall("db", "start")  # reused, not started twice
+    assert "model ready: bge-small-en-v1.5" in recall("db", "start")  # reused, not started twice
     assert recall("db", "stop").strip() == "stopped"
     assert "running:     no" in recall("db", "status")
     assert recall("db", "stop").strip() == "not running"
@@ -236,7 +236,8 @@ def test_search_mode_comes_from_settings(
     turn = ["My neighbour Zebulon fixed the boiler", "Good to know."]
     added = runner.invoke(app, ["add", "-u", "cli-mode", *turn])
     assert added.exit_code == 0, added.output
-    query = ["-u", "cli-mode", "Zebulon"]  # one shared word, a cosine near 0.37
+    query = ["-u", "cli-mode", "Zebulon"]  # one shared word: a cosine near 0.57 (bge-small)
+    monkeypatch.setenv("RECALL_SIMILARITY_THRESHOLD", "0.7")  # unused in keyword mode
     monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "semantic")
     assert _hits(runner, *query) == []
     monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "keyword")
@@ -317,7 +318,9 @@ async def test_prepare_model_exports_it_into_the_cache(
 ) -> None:
     cache = tmp_path / "models"
     with capture_logs() as events:
-        embeddings = await prepare_model(Settings(model_cache_dir=cache))
+        embeddings = await prepare_model(
+            Settings(model_cache_dir=cache, embedding_model="all-MiniLM-L6-v2"), None
+        )
     assert capsys.readouterr().out == f"model ready: all-MiniLM-L6-v2 (cache {cache})\n"
     # exported now, not in the first request
     assert "embedding.onnx.exported" in [e["event"] for e in events]
@@ -329,10 +332,10 @@ def test_db_start_and_migrate_prepare_the_model(runner: CliRunner) -> None:
     started = runner.invoke(app, ["db", "start"])  # RECALL_DATABASE_URL is set: no server
     assert started.exit_code == 0, started.output
     assert started.stdout.splitlines()[0].endswith("nothing to start")
-    assert started.stdout.splitlines()[1].startswith("model ready: all-MiniLM-L6-v2 (cache ")
+    assert started.stdout.splitlines()[1] == "model ready: bge-small-en-v1.5"
     migrated = runner.invoke(app, ["migrate"])
     assert migrated.exit_code == 0, migrated.output
-    assert migrated.stdout.startswith("model ready: all-MiniLM-L6-v2 (cache ")
+    assert migrated.stdout.startswith("model ready: bge-small-en-v1.5\n")
 
 
 def test_import_reports_every_bad_line_and_skips_them_on_request(

@@ -183,12 +183,14 @@ def test_recall_embedding_model(env: pytest.MonkeyPatch) -> None:
 
 
 def test_recall_embedding_backend(env: pytest.MonkeyPatch) -> None:
+    env.setenv("RECALL_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
     env.setenv("RECALL_EMBEDDING_BACKEND", "torch")
     model = configured_embeddings(Settings.from_env())
     assert isinstance(model, MiniLMEmbeddings) and model.backend == "torch"
 
 
 def test_recall_model_cache_dir(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env.setenv("RECALL_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
     env.setenv("RECALL_MODEL_CACHE_DIR", str(tmp_path / "models"))
     model = configured_embeddings(Settings.from_env())
     assert isinstance(model, MiniLMEmbeddings) and model.cache_dir == tmp_path / "models"

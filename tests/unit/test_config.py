@@ -14,7 +14,7 @@ def test_defaults_are_the_seeds() -> None:
     assert s.filter_system_messages and s.filter_error_responses
     assert (s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search) == (16, 200, 100)
     assert s.data_dir == default_data_home() / "pgdata"  # per user (decision 0016)
-    assert s.embedding_model == "all-MiniLM-L6-v2"
+    assert s.embedding_model is None  # not configured: the database's model, else bge-small
 
 
 def test_reads_recall_variables_and_database_url_fallback() -> None:

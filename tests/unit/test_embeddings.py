@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from recall.embeddings import Embedder, MiniLMEmbeddings, embedding_model_name, load_embeddings
+from recall.embeddings import (
+    BgeSmallEmbeddings,
+    Embedder,
+    MiniLMEmbeddings,
+    embedding_model_name,
+    load_embeddings,
+)
 from recall.errors import ConfigError, EmbeddingError
 from recall.testing import FakeEmbeddings
 
@@ -111,10 +117,12 @@ def test_model_names() -> None:
     assert embedding_model_name(Broken([1.0])) == "Broken"
 
 
-def test_default_model_is_lazy_and_specs_are_checked() -> None:
+def test_models_are_lazy_and_specs_are_checked() -> None:
     model = load_embeddings("all-MiniLM-L6-v2")
     assert isinstance(model, MiniLMEmbeddings)
     assert model._model is None  # nothing loaded until the first embedding
+    default = load_embeddings("bge-small-en-v1.5")
+    assert isinstance(default, BgeSmallEmbeddings) and not default.loaded
     with pytest.raises(ConfigError, match="RECALL_EMBEDDING_MODEL"):
         load_embeddings("no-such-model")
     with pytest.raises(ConfigError, match="RECALL_EMBEDDING_MODEL"):

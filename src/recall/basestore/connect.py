@@ -14,7 +14,7 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from recall.basestore.indexing import resolve_index
 from recall.basestore.operations import is_minutes
 from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
-from recall.db.migrate import apply_migrations
+from recall.db.migrate import apply_migrations, bound_model
 from recall.db.pool import connect_once, locate_database, open_pool
 from recall.errors import ConfigError, StoreError
 
@@ -74,15 +74,18 @@ class RecallStoreConnector:
         settings = self._settings or Settings.from_env()
         if self._database_url is not None:
             settings = dataclasses.replace(settings, database_url=self._database_url)
-        index = await resolve_index(self._index, settings)
         database = await locate_database(settings)
         conn = await connect_once(database.url)
         try:
             await apply_migrations(conn)
+            # an index that leaves `embed` out, with no model configured: the model the
+            # memories are bound to, so both stores of one database embed alike
+            bound = await bound_model(conn)
         except psycopg.Error as exc:
             raise StoreError(f"database set-up failed: {exc}") from exc
         finally:
             await conn.close()
+        index = await resolve_index(self._index, settings, bound)
         pool = await open_pool(database.url, max_size=settings.connection_pool_size)
         store = self._cls(
             pool, index=index, ttl=self._ttl, search_mode=self._search_mode, database=database

@@ -2,8 +2,9 @@
 and field paths, and the texts a value yields for those paths.
 
 `embed` may be a LangChain `Embeddings`, a sync or async function of texts, a model name
-(`all-MiniLM-L6-v2`, `bge-small-en-v1.5`) or a `"provider:model"` string; left out, it is the
-project's default offline model (`RECALL_EMBEDDING_MODEL`). Paths follow LangGraph's syntax
+(`bge-small-en-v1.5`, `all-MiniLM-L6-v2`) or a `"provider:model"` string; left out, it is the
+model `RECALL_EMBEDDING_MODEL` names, else the one the database's memories are bound to, else
+the default (`recall.embeddings.configured_embeddings` decides). Paths follow LangGraph's syntax
 (`$`, `a.b`, `a[*].b`, `a[0]`), read by LangGraph's own `get_text_at_path`.
 """
 
@@ -44,8 +45,13 @@ class IndexSpec:
         return out
 
 
-async def resolve_index(index: IndexConfig | None, settings: Settings) -> IndexSpec | None:
+async def resolve_index(
+    index: IndexConfig | None, settings: Settings, bound: str | None = None
+) -> IndexSpec | None:
     """The `IndexSpec` for `index` (None: the store embeds nothing).
+
+    `bound` is the model the database's memories are bound to (`recall.db.migrate.
+    bound_model`), used when `embed` is left out and no model is configured.
 
     Raises:
         ConfigError: `embed` cannot be used, `fields` is not a list of paths, or `dims` is not
@@ -56,7 +62,7 @@ async def resolve_index(index: IndexConfig | None, settings: Settings) -> IndexS
         return None
     if not isinstance(index, Mapping):
         raise ConfigError(f"index must be an IndexConfig dict, not {type(index).__name__}")
-    embeddings = _embeddings(index.get("embed"), settings)
+    embeddings = _embeddings(index.get("embed"), settings, bound)
     dims = index.get("dims")
     if dims is not None and (isinstance(dims, bool) or not isinstance(dims, int) or dims < 1):
         raise ConfigError(f"index dims must be a positive integer, not {dims!r}")
@@ -67,9 +73,9 @@ async def resolve_index(index: IndexConfig | None, settings: Settings) -> IndexS
     return IndexSpec(embedder, dims or await embedder.dimensions(), tuple(fields))
 
 
-def _embeddings(embed: object, settings: Settings) -> Embeddings:
+def _embeddings(embed: object, settings: Settings, bound: str | None) -> Embeddings:
     if embed is None:
-        return configured_embeddings(settings)
+        return configured_embeddings(settings, bound)
     if isinstance(embed, str):
         return load_embeddings(embed, cache_dir=settings.model_cache_dir, source="index embed")
     if isinstance(embed, Embeddings) or callable(embed):

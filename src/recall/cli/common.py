@@ -18,9 +18,9 @@ from psycopg.rows import TupleRow
 
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
-from recall.db.migrate import apply_migrations
+from recall.db.migrate import apply_migrations, bound_model
 from recall.db.pool import connect_once, locate_database
-from recall.embeddings import MiniLMEmbeddings, configured_embeddings
+from recall.embeddings import MiniLMEmbeddings, configured_embeddings, embedding_model_name
 from recall.errors import RecallError
 from recall.memory import Memory
 from recall.search.modes import MODES, Mode
@@ -38,6 +38,7 @@ __all__ = [
     "database_location",
     "fail",
     "limit_option",
+    "model_of",
     "plural",
     "prepare_model",
     "print_memories",
@@ -145,9 +146,23 @@ async def admin_connection(settings: Settings) -> AsyncIterator[AdminConnection]
         await conn.close()
 
 
-async def prepare_model(settings: Settings) -> Embeddings:
-    """Load the configured embedding model and embed one text, so that the default model's
-    one-off ONNX export into `settings.model_cache_dir` happens now, not in the first request.
+async def model_of(url: str) -> str | None:
+    """The model the database at `url` is bound to (None: none yet, or not migrated).
+
+    Raises:
+        StoreError: the server cannot be reached.
+    """
+    conn = await connect_once(url)
+    try:
+        return await bound_model(conn)
+    finally:
+        await conn.close()
+
+
+async def prepare_model(settings: Settings, bound: str | None) -> Embeddings:
+    """Load the embedding model for a database bound to `bound` (the setting, else the
+    database's model, else the default: `configured_embeddings` decides) and embed one text,
+    so that a one-off ONNX export (all-MiniLM-L6-v2's) happens now, not in the first request.
     Prints `model ready: <model> (...)`.
 
     Returns:
@@ -156,13 +171,13 @@ async def prepare_model(settings: Settings) -> Embeddings:
     Raises:
         ConfigError, EmbeddingError: the model cannot be loaded.
     """
-    embeddings = configured_embeddings(settings)
+    embeddings = configured_embeddings(settings, bound)
     await asyncio.to_thread(embeddings.embed_query, "warm-up")
     where = ""
     if isinstance(embeddings, MiniLMEmbeddings):  # a provider's model has no local cache
         onnx = embeddings.backend == "onnx"
         where = f" (cache {settings.model_cache_dir})" if onnx else " (torch backend)"
-    typer.echo(f"model ready: {settings.embedding_model}{where}")
+    typer.echo(f"model ready: {embedding_model_name(embeddings)}{where}")
     return embeddings
 
 

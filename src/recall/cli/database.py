@@ -7,13 +7,14 @@ import typer
 from recall.cli.common import (
     admin_connection,
     database_location,
+    model_of,
     prepare_model,
     run,
     settings_of,
 )
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
-from recall.db.migrate import bind_embedding_space
+from recall.db.migrate import bind_embedding_space, bound_model
 from recall.embeddings import Embedder
 
 __all__ = ["app"]
@@ -31,11 +32,14 @@ def db_start(ctx: typer.Context) -> None:
     settings = settings_of(ctx)
     if settings.database_url:
         typer.echo("RECALL_DATABASE_URL is set: recall uses that server; nothing to start")
+        uri = settings.database_url
     else:
         server = EmbeddedServer(settings.data_dir, settings.embedded_shared_buffers_mb)
         uri = run(server.astart(stop_at_exit=False))
         typer.echo(f"embedded PostgreSQL running in {server.path}\n{uri}")
-    run(prepare_model(settings))
+    # the model the database is bound to, unless one is configured
+    bound = None if settings.embedding_model else run(model_of(uri))
+    run(prepare_model(settings, bound))
 
 
 @db_app.command("stop")
@@ -69,7 +73,7 @@ def migrate(ctx: typer.Context) -> None:
 
 
 async def _migrate(settings: Settings) -> list[int]:
-    embedder = Embedder(await prepare_model(settings))
     async with admin_connection(settings) as admin:
+        embedder = Embedder(await prepare_model(settings, await bound_model(admin.conn)))
         await bind_embedding_space(admin.conn, embedder.name, await embedder.dimensions())
         return admin.applied

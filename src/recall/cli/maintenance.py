@@ -15,6 +15,7 @@ from recall.cli.common import (
     with_store,
 )
 from recall.config import Settings
+from recall.embeddings import legacy_hint
 from recall.store import MemoryStore
 
 __all__ = ["app"]
@@ -33,12 +34,16 @@ def stats(
 ) -> None:
     """Show memory counts per user size bucket, and a running server's retrieval metrics."""
 
-    async def work(store: MemoryStore) -> tuple[dict[str, int], list[tuple[str, int, int]]]:
-        return await store.stats(), await store.user_buckets()
+    async def work(store: MemoryStore) -> tuple[dict[str, int], list[tuple[str, int, int]], str]:
+        return await store.stats(), await store.user_buckets(), store.embedder.name
 
     settings = settings_of(ctx)
-    totals, buckets = with_store(settings, work)
-    typer.echo(f"database: {database_location(settings)}\n")
+    totals, buckets, model = with_store(settings, work)
+    typer.echo(f"database: {database_location(settings)}")
+    typer.echo(f"embedding model: {model}")
+    if hint := legacy_hint(settings, model):
+        typer.echo(f"note: {hint}")
+    typer.echo("")
     for key, value in totals.items():
         typer.echo(f"{key:14} {value:,}")
     typer.echo("\nusers by size   users   memories")
@@ -71,7 +76,8 @@ def reembed(
     ctx: typer.Context,
     batch_size: Annotated[int, typer.Option(min=1, help="Memories per batch.")] = 256,
 ) -> None:
-    """Rebuild every stored embedding with the configured model (RECALL_EMBEDDING_MODEL).
+    """Rebuild every stored embedding with RECALL_EMBEDDING_MODEL, or, unset, the default model
+    (bge-small-en-v1.5): how a database made with an older default moves to the new one.
 
     Searches keep working while it runs; restart your app with the new model afterwards."""
     settings = settings_of(ctx)
@@ -87,6 +93,7 @@ async def _reembed(settings: Settings, batch_size: int) -> int:
     from recall.db.reembed import reembed as run_reembed
     from recall.embeddings import Embedder, configured_embeddings
 
+    # no bound model passed: the target is the setting, else the default, never the old model
     embedder = Embedder(configured_embeddings(settings), batch_size=settings.embedding_batch_size)
     async with admin_connection(settings) as admin:
         await register_vector_async(admin.conn)

@@ -29,6 +29,7 @@ __all__ = [
     "Migration",
     "apply_migrations",
     "bind_embedding_space",
+    "bound_model",
     "distribute",
     "ensure_extension",
     "load_migrations",
@@ -210,6 +211,15 @@ async def distribute(conn: AsyncConnection[Any]) -> int:
     if count:
         log.info("db.citus.distributed", tables=count)
     return count
+
+
+async def bound_model(conn: AsyncConnection[Any]) -> str | None:
+    """The model the database's vectors come from (None: none bound yet, or not migrated):
+    what `recall.embeddings.configured_embeddings` keeps when no model is configured."""
+    if not await fetch_value(conn, "embedding_space_exists"):
+        return None
+    space = await fetch_one(conn, "get_embedding_space", None, EmbeddingSpace)
+    return None if space is None else space.model_name
 
 
 async def bind_embedding_space(

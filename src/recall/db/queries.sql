@@ -43,6 +43,10 @@ SELECT to_regprocedure('recall.distribute()') IS NOT NULL
 -- Distributes what is not yet distributed (migration 0013); the number of tables it distributed.
 SELECT recall.distribute();
 
+-- name: embedding_space_exists
+-- Whether migration 0001 has run (a model can be bound at all).
+SELECT to_regclass('recall.embedding_space') IS NOT NULL;
+
 -- name: get_embedding_space
 SELECT model_name, dimensions FROM recall.embedding_space;
 

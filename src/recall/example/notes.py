@@ -66,7 +66,16 @@ def build_notes_graph(store: BaseStore | None = None) -> CompiledStateGraph[Any,
                 forgotten += len(items)
             return {"messages": [AIMessage(f"Forgotten: {forgotten} notes.")]}
         found = json.loads(await search.ainvoke({"query": text, "limit": 3}, config))
-        notes = [str(hit["value"]["content"]) for hit in found if (hit.get("score") or 0) > 0.3]
+        # only what the manage tool wrote carries "content": other items in the namespace (put
+        # through the /store API) are not notes, whatever their score. The 0.3 floor was set on
+        # MiniLM's cosines; bge-small's run higher, so it keeps more (issue 29 gates this).
+        notes = [
+            str(hit["value"]["content"])
+            for hit in found
+            if (hit.get("score") or 0) > 0.3
+            and isinstance(hit.get("value"), dict)
+            and isinstance(hit["value"].get("content"), str)
+        ]
         reply = "\n".join(f"- {note}" for note in notes) if notes else NOTHING_FOUND
         return {"messages": [AIMessage(reply)]}
 

@@ -11,7 +11,12 @@ import structlog
 from langchain_core.embeddings import Embeddings
 
 from recall.config import Settings
-from recall.db.migrate import apply_migrations, bind_embedding_space, pending_migrations
+from recall.db.migrate import (
+    apply_migrations,
+    bind_embedding_space,
+    bound_model,
+    pending_migrations,
+)
 from recall.db.pool import connect_once, locate_database, open_pool
 from recall.embeddings import configured_embeddings, embedder_for
 from recall.errors import MigrationError, StoreError
@@ -47,8 +52,9 @@ class StoreConnector:
             ConfigError, StoreError, MigrationError, EmbeddingMismatchError: set-up failed.
         """
         settings = self._settings or Settings.from_env()
-        embeddings = self._embeddings or configured_embeddings(settings)
-        embedder = embedder_for(embeddings, settings, name=self._name)
+        embeddings = self._embeddings
+        if embeddings is None and settings.embedding_model is not None:
+            embeddings = configured_embeddings(settings)  # a bad setting fails before the database
         database = await locate_database(settings)
         conn = await connect_once(database.url)
         try:
@@ -59,6 +65,9 @@ class StoreConnector:
                 raise MigrationError(
                     f"the database needs migrations ({names}): run `recall migrate`"
                 )
+            if embeddings is None:  # not configured: the database's model, else the default
+                embeddings = configured_embeddings(settings, await bound_model(conn))
+            embedder = embedder_for(embeddings, settings, name=self._name)
             await bind_embedding_space(conn, embedder.name, await embedder.dimensions())
         except psycopg.Error as exc:
             raise StoreError(f"database set-up failed: {exc}") from exc

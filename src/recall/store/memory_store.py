@@ -44,7 +44,9 @@ class MemoryStore(Writes, Bulk, Search, Reads, Conversations, Erasure):
         Args:
             settings: None reads `Settings.from_env()`. With no database URL, the embedded
                 server starts (or is reused) in `settings.data_dir`.
-            embeddings: any LangChain `Embeddings`; None loads `settings.embedding_model`.
+            embeddings: any LangChain `Embeddings`; None loads `settings.embedding_model`, or,
+                left unset, the model the database is bound to, else the default
+                (`recall.embeddings.configured_embeddings`).
             embedding_model_name: the name recorded with the data for `embeddings`.
 
         Raises:

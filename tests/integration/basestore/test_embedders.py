@@ -109,8 +109,8 @@ async def test_wrong_vector_size_is_a_clear_error(module_url: str, ns: tuple[str
 
 @pytest.mark.model
 async def test_default_offline_model(module_url: str, ns: tuple[str, ...]) -> None:
-    """`embed` left out: the project's MiniLM model, 384 dimensions, semantic enough to tell
-    food from weather."""
+    """`embed` left out: the project's default model (bge-small-en-v1.5), 384 dimensions,
+    semantic enough to tell food from weather."""
     async with open_store(module_url, index={"fields": ["text"]}) as store:
         assert store.index_config is not None and store.index_config["dims"] == 384
         await store.aput(ns, "peanuts", {"text": "Allergic to peanuts"})
@@ -121,7 +121,8 @@ async def test_default_offline_model(module_url: str, ns: tuple[str, ...]) -> No
         scores = [r.score for r in results]
         assert all(s is not None and -1.0 <= s <= 1.0 for s in scores)
         [exact] = await store.asearch(ns, query="Allergic to peanuts", limit=1)
-        assert exact.key == "peanuts" and exact.score == pytest.approx(1.0, abs=1e-3)
+        # not 1.0: bge-small puts its retrieval instruction before a query, not a document
+        assert exact.key == "peanuts" and exact.score is not None and exact.score > 0.9
 
 
 async def test_index_fields_must_be_paths(module_url: str) -> None:
