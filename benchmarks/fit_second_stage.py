@@ -1,7 +1,7 @@
-"""Fit the learned second stage and its gate (issue 29, decision 0022) on the LoCoMo dev split,
+"""Fit the learned second stage and its gate (issue 29, decision 0024) on the LoCoMo dev split,
 report every figure leave-one-conversation-out, and write the weights the package ships.
 
-    python benchmarks/fit_second_stage.py [--keep 0.97] [--cache PATH] [--no-write]
+    python benchmarks/fit_second_stage.py [--keep 0.98] [--cache PATH] [--no-write]
 
 What it fits (src/recall/search/second_stage.py): the ranker (logistic regression over the
 candidates' features and the query-memory vector products), the intent model (logistic
@@ -45,15 +45,20 @@ from lib.db import fresh_database, settle
 from lib.regimes import REGIMES, Regime, embed, targets, turn_items
 from lib.report import ROOT, git_revision, machine, publish, table
 from lib.run import parser, run
-from lib.silence import renamings, rename
+from lib.silence import rename, renamings
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from recall.config import Settings
-from recall.embeddings.bge import BGE_MODEL_NAME
+from recall.embeddings.bge import BGE_MODEL_NAME, BgeSmallEmbeddings
 from recall.search.candidates import vector_of
-from recall.search.features import GATE_FEATURES, RANK_FEATURES, gate_features, query_facts
-from recall.search.features import rank_features
+from recall.search.features import (
+    GATE_FEATURES,
+    RANK_FEATURES,
+    gate_features,
+    query_facts,
+    rank_features,
+)
 from recall.search.second_stage import LinearModel, SecondStage
 from recall.store import MemoryStore
 
@@ -61,9 +66,11 @@ TRAINING = ROOT / "benchmarks" / "data" / "gate_training.json"
 OUT = ROOT / "src" / "recall" / "search" / "second_stage"
 CANDIDATES = 25  # per side: cosine and BM25 (the research found 15 to 40 level)
 RANKER_C = 0.05  # inverse regularisation of the ranker, whose 384 products would over-fit
-NEW_WEIGHT = 10.0  # a new user's case weighs as much as ten LoCoMo ones: they are few
+NEW_WEIGHT = 10.0  # in the ranker, a new user's case weighs as much as ten LoCoMo ones: few
+NEW_GATE_WEIGHT = 5.0  # in the gate, five: more and it learns new users' small talk over others
 CHAT_WEIGHT = 3.0  # small-talk lines are fewer than questions, and silence on them is firm
-SLOPE = 0.3  # how fast a candidate's score falls below the best one's, per unit of logit
+INTENT_KEEP = 0.998  # share of the held-out questions the intent lets through
+SLOPE = 0.1  # how fast a candidate's score falls below the best one's, per unit of logit
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 LIMIT = 3
 
@@ -88,6 +95,7 @@ class Case:
     # filled per fold
     logits: np.ndarray = field(default_factory=lambda: np.zeros(0))
     gate: float = 0.0
+    intent: float = 0.0
 
     @property
     def fold(self) -> int:
@@ -140,10 +148,10 @@ async def build(store: MemoryStore, corpus: Corpus, training: dict[str, Any]) ->
     cases: list[Case] = []
     # own questions: full, small, repeated
     for name, regime in regimes.items():
-        for ask, target in zip(regime.asks, targets_of[name], strict=True):
+        for ask, wanted in zip(regime.asks, targets_of[name], strict=True):
             conv, text, _cat, _ev = corpus.questions[ask.question]
             cases.append(Case(name, "own", ask.user, text, vectors.queries[ask.question],
-                              target.evidence, frozenset({fold[conv]})))  # fmt: skip
+                              wanted.evidence, frozenset({fold[conv]})))  # fmt: skip
     # first-person forms of the full regime's questions: intent positives only
     fp_texts = [first_person(q[1], corpus.speakers[q[0]]) for q in corpus.questions]
     fp_vectors = [await emb.embed_query(t) for t in fp_texts]
@@ -209,13 +217,16 @@ async def build(store: MemoryStore, corpus: Corpus, training: dict[str, Any]) ->
 
 EMBEDDINGS: dict[str, np.ndarray] = {}
 INTENT_EXTRA: list[tuple[np.ndarray, int]] = []  # first-person question vectors, by fold
+PERSONAL: list[tuple[np.ndarray, int]] = []  # the training file's personal questions, by fold
 
 
 def products(case: Case) -> np.ndarray:
     """The query-memory vector products of a case's candidates."""
     if not case.ids:
         return np.zeros((0, len(case.vector)))
-    return np.vstack([EMBEDDINGS[i] for i in case.ids]).astype(np.float64) * case.vector[None, :]
+    stacked: np.ndarray = np.vstack([EMBEDDINGS[i] for i in case.ids]).astype(np.float64)
+    out: np.ndarray = stacked * case.vector[None, :]
+    return out
 
 
 @dataclass
@@ -243,7 +254,8 @@ def fit_ranker(cases: Sequence[Case]) -> tuple[LinearModel, np.ndarray]:
     y = np.concatenate([c.labels for c in own])
     w = np.concatenate([[c.weight] * len(c.ids) for c in own])
     scaler = StandardScaler().fit(x)
-    model = LogisticRegression(C=RANKER_C, max_iter=3000).fit(scaler.transform(x), y, sample_weight=w)
+    model = LogisticRegression(C=RANKER_C, max_iter=3000)
+    model.fit(scaler.transform(x), y, sample_weight=w)
     ranker = _linear(RANK_FEATURES, scaler, model)
     n = len(RANK_FEATURES)
     pw = model.coef_[0][n:] / scaler.scale_[n:]
@@ -254,10 +266,11 @@ def fit_ranker(cases: Sequence[Case]) -> tuple[LinearModel, np.ndarray]:
 
 
 def fit_intent(cases: Sequence[Case], excluded: int | None) -> tuple[np.ndarray, float]:
-    """Questions about a user's life (own full and new cases, and the first-person forms)
-    against small talk and generic requests."""
+    """Questions about a user's life (own full and new cases, the first-person forms and the
+    training file's personal questions) against small talk and generic requests."""
     pos = [c.vector for c in cases if c.kind == "own" and c.regime in ("full", "new")]
     pos += [v for v, f in INTENT_EXTRA if f != excluded]
+    pos += [v for v, f in PERSONAL if f != excluded]
     seen: set[str] = set()
     neg = []
     for c in cases:
@@ -296,7 +309,8 @@ def fit_all(train: Sequence[Case], excluded: int | None) -> Fitted:
     intent, intent_b = fit_intent(train, excluded)
     g = np.vstack(score(train, ranker, pw, intent, intent_b))
     y = np.array([int(c.kind == "own" and answered_in_top(c)) for c in train])
-    w = np.array([c.weight for c in train])
+    w = np.array([c.weight * (NEW_GATE_WEIGHT / NEW_WEIGHT if c.regime == "new" else 1.0)
+                  for c in train])  # fmt: skip
     scaler = StandardScaler().fit(g)
     model = LogisticRegression(C=1.0, max_iter=3000).fit(scaler.transform(g), y, sample_weight=w)
     return Fitted(ranker, pw, intent, intent_b, _linear(GATE_FEATURES, scaler, model))
@@ -312,33 +326,56 @@ def loco(cases: list[Case]) -> None:
                       fitted.intent_intercept)  # fmt: skip
         for c, g in zip(test, feats, strict=True):
             c.gate = float(fitted.gate.logits(g[None, :])[0])
+            c.intent = float(c.vector @ fitted.intent + fitted.intent_intercept)
         print(f"fold {fold}: {len(train)} training cases, {len(test)} scored", flush=True)
 
 
-def returned(case: Case, offset: float, threshold: float) -> list[str]:
-    """What the store returns for the case at `threshold` (limit 3)."""
+def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list[str]:
+    """What the store returns for the case at `threshold` (limit 3), given the gate's and the
+    intent's offsets."""
     if not case.ids:
         return []
     order = sorted(range(len(case.ids)), key=lambda i: (-case.logits[i], case.ids[i]))
     best = case.logits[order[0]]
+    gate = min(case.gate + offsets[0], case.intent + offsets[1])
     out = []
     for i in order[:LIMIT]:
-        z = case.gate + offset + SLOPE * (case.logits[i] - best)
+        z = gate + SLOPE * (case.logits[i] - best)
         if 1 / (1 + math.exp(-z)) < threshold:
             break
         out.append(case.ids[i])
     return out
 
 
-def choose_offset(cases: Sequence[Case], keep: float) -> float:
-    """The smallest offset that keeps `keep` of the held-out answerable own cases."""
-    gates = sorted(c.gate for c in cases
-                   if c.kind == "own" and c.regime in ("full", "small", "new") and answered_in_top(c))  # fmt: skip
-    cut = gates[int(math.floor((1 - keep) * len(gates)))]
-    return -cut + 1e-9
+def _quantile_offset(values: Sequence[float], keep: float) -> float:
+    """The smallest offset that puts `keep` of `values` at or above 0."""
+    ordered = sorted(values)
+    return -ordered[math.floor((1 - keep) * len(ordered))] + 1e-9
 
 
-def measures(cases: Sequence[Case], offset: float, threshold: float = 0.5) -> list[list[str]]:
+def choose_offsets(cases: Sequence[Case], keep: float) -> tuple[float, float]:
+    """The intent's offset: the smallest that passes `INTENT_KEEP` of the held-out own
+    questions; then the gate's: the smallest that keeps `keep` of the held-out own cases whose
+    evidence the ranker puts in its top 3, the intent's cap included."""
+    own = [c for c in cases if c.kind == "own" and c.regime in ("full", "small", "new")]
+    intent = _quantile_offset([c.intent for c in own], INTENT_KEEP)
+    answerable = [c for c in own if answered_in_top(c)]
+    # among those the intent lets through, the gate must pass enough to keep `keep` of all
+    rest = sorted((c.gate for c in answerable if c.intent + intent >= 0), reverse=True)
+    needed = min(len(rest), math.ceil(keep * len(answerable)))
+    return -rest[needed - 1] + 1e-9, intent
+
+
+def hit_rate(found: Sequence[Sequence[str]], cases: Sequence[Case]) -> float:
+    """The share (%) of cases whose evidence is among what was found for them."""
+    return 100 * float(
+        np.mean([bool(set(f) & c.evidence) for f, c in zip(found, cases, strict=True)])
+    )
+
+
+def measures(
+    cases: Sequence[Case], offset: tuple[float, float], threshold: float = 0.5
+) -> list[list[str]]:
     """Per (regime, kind): any@k, reach, silence and memories returned."""
     rows = []
     for regime in ("full", "small", "repeated", "new"):
@@ -351,9 +388,8 @@ def measures(cases: Sequence[Case], offset: float, threshold: float = 0.5) -> li
             mean = np.mean([len(g) for g in got])
             if kind == "own":
                 ranked = [[c.ids[i] for i in np.argsort(-c.logits, kind="stable")] for c in sel]
-                anyk = [100 * np.mean([bool(set(r[:k]) & c.evidence) for r, c in zip(ranked, sel, strict=True)])
-                        for k in (1, 3, 5)]  # fmt: skip
-                reach = 100 * np.mean([bool(set(g) & c.evidence) for g, c in zip(got, sel, strict=True)])
+                anyk = [hit_rate([r[:k] for r in ranked], sel) for k in (1, 3, 5)]
+                reach = hit_rate(got, sel)
                 rows.append([regime, kind, str(len(sel)), *(f"{a:.1f}" for a in anyk),
                              f"{reach:.1f}", f"{silent:.1f}", f"{mean:.2f}"])  # fmt: skip
             else:
@@ -362,7 +398,7 @@ def measures(cases: Sequence[Case], offset: float, threshold: float = 0.5) -> li
     return rows
 
 
-def sweep(cases: Sequence[Case], offset: float) -> list[list[str]]:
+def sweep(cases: Sequence[Case], offset: tuple[float, float]) -> list[list[str]]:
     """Reach and silence per threshold (LOCO)."""
     out = []
     for t in THRESHOLDS:
@@ -372,7 +408,7 @@ def sweep(cases: Sequence[Case], offset: float) -> list[list[str]]:
             sel = [c for c in cases if c.regime == regime and c.kind == kind]
             got = [returned(c, offset, t) for c in sel]
             if kind == "own":
-                row.append(f"{100 * np.mean([bool(set(g) & c.evidence) for g, c in zip(got, sel, strict=True)]):.1f}")
+                row.append(f"{hit_rate(got, sel):.1f}")
             else:
                 row.append(f"{100 * np.mean([not g for g in got]):.1f}")
         out.append(row)
@@ -382,8 +418,8 @@ def sweep(cases: Sequence[Case], offset: float) -> list[list[str]]:
 async def main() -> None:
     """Build or load the cases, report leave-one-conversation-out, fit and write."""
     options = parser(__doc__, data=True)
-    options.add_argument("--keep", type=float, default=0.97,
-                         help="share of answerable own questions the gate keeps (LOCO)")  # fmt: skip
+    options.add_argument("--keep", type=float, default=0.98,
+                         help="share of answerable questions the gate keeps (LOCO)")  # fmt: skip
     options.add_argument("--cache", type=Path, default=ROOT / ".recall" / "second-stage-cases.pkl",
                          help="cases built once (delete it to rebuild)")  # fmt: skip
     args = options.parse_args()
@@ -396,14 +432,19 @@ async def main() -> None:
         corpus = load(args.data)
         url = await fresh_database("recall_bench_fit")
         settings = Settings(database_url=url, embedding_cache_ttl=0, embedding_model=BGE_MODEL_NAME)
-        async with MemoryStore.connect(settings) as store:
-            store.second_stage = None  # candidates only: what is being fitted is not used
+        # candidates only: what is being fitted is not used
+        async with MemoryStore.connect(settings, second_stage=False) as store:
             cases = await build(store, corpus, training)
         args.cache.parent.mkdir(parents=True, exist_ok=True)
         args.cache.write_bytes(pickle.dumps((cases, INTENT_EXTRA, EMBEDDINGS)))
+    bge = BgeSmallEmbeddings()
+    PERSONAL.extend(
+        (np.asarray(bge.embed_query(q)), i % 5)
+        for i, q in enumerate(training["personal_questions"])
+    )
     loco(cases)
-    offset = choose_offset(cases, args.keep)
-    head = ["regime", "asked", "n", "any@1", "any@3", "any@5", "reach %", "nothing returned %",
+    offset = choose_offsets(cases, args.keep)
+    head = ["regime, asked", "n", "any@1", "any@3", "any@5", "reach %", "nothing returned %",
             "returned (mean)"]  # fmt: skip
     held = table(head, [[f"{r[0]} {r[1]}", *r[2:]] for r in measures(cases, offset)])
     sweep_table = table(["threshold", "full reach %", "small reach %", "new-user reach %",
@@ -411,12 +452,16 @@ async def main() -> None:
                         sweep(cases, offset))  # fmt: skip
     print(held, "\n", sweep_table, sep="")
     final = fit_all(cases, None)
+    command = "python benchmarks/fit_second_stage.py"
+    if args.keep != 0.98:
+        command += f" --keep {args.keep}"
     stage = SecondStage(
         embedding_model=BGE_MODEL_NAME, candidates=CANDIDATES, ranker=final.ranker,
         product_weights=final.product_weights, intent=final.intent,
-        intent_intercept=final.intent_intercept, gate=final.gate, gate_offset=offset,
+        intent_intercept=final.intent_intercept, gate=final.gate, gate_offset=offset[0],
+        intent_offset=offset[1],
         slope=SLOPE,
-        source={"command": "python benchmarks/fit_second_stage.py" + (f" --keep {args.keep}" if args.keep != 0.97 else ""),
+        source={"command": command,
                 "commit": git_revision(), "data": "LoCoMo dev (../shared/data/locomo_dev.json) "
                 "and benchmarks/data/gate_training.json", "fitted": f"{datetime.now():%Y-%m-%d}"},
     )  # fmt: skip
@@ -425,12 +470,13 @@ async def main() -> None:
         (OUT / f"{BGE_MODEL_NAME}.json").write_text(json.dumps(stage.to_json()) + "\n", "utf-8")
     body = f"""## The second stage, leave-one-conversation-out
 
-`{stage.source['command']}` on {machine()}, commit {git_revision()}, {datetime.now():%Y-%m-%d}.
+`{stage.source["command"]}` on {machine()}, commit {git_revision()}, {datetime.now():%Y-%m-%d}.
 Every figure is for a conversation scored by models fitted without its data (its memories, its
 questions, its renamed questions, and the small-talk lines and training new users of its fold);
 the store's own candidates ({CANDIDATES} by cosine and {CANDIDATES} by BM25); limit 3,
-threshold 0.5, gate offset {offset:.3f} (keeps {args.keep:.0%} of the held-out questions whose
-evidence is in the top 3). "own": questions the user's memories answer; "other": another
+threshold 0.5. The intent's offset ({offset[1]:.3f}) passes {INTENT_KEEP:.1%} of the held-out
+questions; the gate's ({offset[0]:.3f}) then keeps {args.keep:.0%} of those whose evidence is in
+the top 3. "own": questions the user's memories answer; "other": another
 conversation's questions, its speakers renamed as this one's; "chat": small talk and generic
 requests (benchmarks/data/gate_training.json, not the held-out list).
 

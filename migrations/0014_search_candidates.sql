@@ -1,4 +1,4 @@
--- The learned second stage's candidates in one call (issue 29, docs/decisions/0022-the-gate.md).
+-- The learned second stage's candidates in one call (issue 29, docs/decisions/0024-the-gate.md).
 --
 -- recall.search_candidates(user, query vector, tsquery, words, vector ids, k) returns the union
 -- of the user's best k memories by BM25 (the same BM25 as recall.search_keyword) and the ids

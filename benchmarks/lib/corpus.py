@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,8 @@ def _line(turn: dict[str, Any]) -> str:
 
 def load(path: Path = LOCOMO, conversations: int | None = None) -> Corpus:
     """Turn pairs ("Speaker: text" on both sides, image captions included, dated by their
-    session) and questions from the LoCoMo file, evidence mapped to pair indexes; the first
-    `conversations` conversations only, when given."""
+    session, a minute apart in order) and questions from the LoCoMo file, evidence mapped to
+    pair indexes; the first `conversations` conversations only, when given."""
     corpus = Corpus()
     for sample in json.loads(path.read_text())[:conversations]:
         user = sample["sample_id"]
@@ -63,7 +63,7 @@ def load(path: Path = LOCOMO, conversations: int | None = None) -> Corpus:
             pairs = [(i, i + 1) for i in range(0, len(turns) - 1, 2)]
             if len(turns) % 2 == 1 and len(turns) > 1:  # the odd last turn joins the one before
                 pairs.append((len(turns) - 2, len(turns) - 1))
-            for a, b in pairs:
+            for position, (a, b) in enumerate(pairs):
                 index = len(corpus.turns)
                 corpus.turns.append(
                     {
@@ -71,7 +71,8 @@ def load(path: Path = LOCOMO, conversations: int | None = None) -> Corpus:
                         "user_message": _line(turns[a]),
                         "ai_response": _line(turns[b]),
                         "conversation_id": f"{user}-session-{n}",
-                        "created_at": when,
+                        # a minute apart, in order, as turns stored as they happen are
+                        "created_at": None if when is None else when + timedelta(minutes=position),
                         "metadata": {"dia_ids": [turns[a]["dia_id"], turns[b]["dia_id"]]},
                     }
                 )

@@ -114,6 +114,12 @@ async def test_search_returns_scores_and_stays_within_the_user(
         assert body["memories"], mode
         assert all(users["bob"] in m["user_message"] for m in body["memories"]), mode
         assert all(m["score"] is not None for m in body["memories"]), mode
+        # every result up to the limit, each marked against the store's threshold
+        assert body["threshold"] == store.settings.similarity_threshold
+        assert all(
+            m["passes"] == (mode == "keyword" or m["score"] >= body["threshold"])
+            for m in body["memories"]
+        ), mode
 
 
 async def test_a_user_cannot_delete_another_users_memory(

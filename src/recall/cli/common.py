@@ -41,6 +41,7 @@ __all__ = [
     "model_of",
     "plural",
     "prepare_model",
+    "print_explained",
     "print_memories",
     "require_database",
     "retrieval",
@@ -269,3 +270,36 @@ def print_memories(memories: list[Memory], as_json: bool) -> None:
         typer.echo(f"{score}{m.created_at:%Y-%m-%d %H:%M} {m.id}")
         typer.echo(f"  user: {m.user_message}")
         typer.echo(f"  ai:   {m.ai_response}")
+
+
+def print_explained(memories: list[Memory], threshold: float, as_json: bool) -> None:
+    """Print a search made at threshold 0 with explanations: each memory marked as passing
+    `threshold` or kept out by it, with the largest parts of its score."""
+    if as_json:
+        rows = [{**_memory_json(m), "passes": _passes(m, threshold)} for m in memories]
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not memories:
+        typer.echo("no memories found")
+        return
+    for m in memories:
+        verdict = "passes" if _passes(m, threshold) else f"kept out by threshold {threshold}"
+        score = "" if m.score is None else f"[{m.score:.3f}] "
+        typer.echo(f"{score}{verdict}: {m.created_at:%Y-%m-%d %H:%M} {m.id}")
+        typer.echo(f"  user: {m.user_message}")
+        typer.echo(f"  ai:   {m.ai_response}")
+        why = m.explanation
+        if why is None:
+            typer.echo("  (no explanation: this mode has no second stage)")
+            continue
+        typer.echo(
+            f"  gate {why['gate']:+.2f} (below 0: nothing passes 0.5), logit {why['logit']:+.2f}"
+            f" (best {why['best_logit']:+.2f})"
+        )
+        for title, parts in (("gate", why["gate_parts"]), ("ranker", why["ranker"])):
+            top = list(parts.items())[:5]
+            typer.echo(f"  {title}: " + ", ".join(f"{k} {v:+.2f}" for k, v in top))
+
+
+def _passes(m: Memory, threshold: float) -> bool:
+    return m.score is None or m.score >= threshold

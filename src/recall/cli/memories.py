@@ -13,6 +13,7 @@ from recall.cli.common import (
     UserOpt,
     limit_option,
     plural,
+    print_explained,
     print_memories,
     retrieval,
     settings_of,
@@ -50,6 +51,14 @@ def search(
     threshold: ThresholdOpt = None,
     mode: ModeOpt = None,
     as_json: JsonOpt = False,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Also show the best memories the threshold keeps out, and the parts of each "
+            "score (the default mode's second stage and gate).",
+        ),
+    ] = False,
 ) -> None:
     """Search a user's memories (mode RECALL_RETRIEVAL_MODE, else hybrid: meaning and keywords)."""
     settings = settings_of(ctx)
@@ -57,10 +66,19 @@ def search(
     found = with_store(
         settings,
         lambda store: store.search(
-            user, text, limit=how.limit, similarity_threshold=how.threshold, mode=how.mode
+            user,
+            text,
+            limit=how.limit,
+            # explained: every candidate up to the limit, each marked against the threshold
+            similarity_threshold=0.0 if explain else how.threshold,
+            mode=how.mode,
+            explain=explain,
         ),
     )
-    print_memories(found, as_json)
+    if explain:
+        print_explained(found, how.threshold, as_json)
+    else:
+        print_memories(found, as_json)
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""The learned second stage's features (docs/retrieval.md, decision 0022).
+"""The learned second stage's features (docs/retrieval.md, decision 0024).
 
 Two kinds, both computed from `recall.search_candidates` rows and the query alone:
 
@@ -16,7 +16,7 @@ Two kinds, both computed from `recall.search_candidates` rows and the query alon
   vector that tells small talk and generic requests (greetings, thanks, arithmetic, translation)
   from questions about the user's life, whatever the memories hold.
 
-Nothing here reads a name or a speaker: silence may not rest on names (decision 0022).
+Nothing here reads a name or a speaker: silence may not rest on names (decision 0024).
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ RANK_FEATURES = (
     "rank_bm25",
     "cos_gap",
     "bm25_rel",
+    # products of the above, which a linear model cannot form itself
+    "cos_x_idf_frac",
+    "cos_x_nb_cos",
+    "rank_product",
+    "cos_squared",
+    "cos_x_sess_idf",
 )
 GATE_FEATURES = (
     "coverage",
@@ -83,6 +89,9 @@ GATE_FEATURES = (
     "best_cos_x_log_n",
     "z1_x_log_n",
     "cos_standout",
+    "unseen_terms",
+    "unseen_frac",
+    "min_idf",
 )
 _COL = {name: i for i, name in enumerate(RANK_FEATURES)}
 _WORD = re.compile(r"[^\W_]+")
@@ -218,6 +227,11 @@ def rank_features(
         f[_COL["rank_bm25"]] = 1.0 / (1 + keyword_rank[i]) if i in keyword_rank else 0.0
         f[_COL["cos_gap"]] = best_cos - cos[i]
         f[_COL["bm25_rel"]] = bm25[i] / best_bm25 if best_bm25 > 0 else 0.0
+        f[_COL["cos_x_idf_frac"]] = cos[i] * shares[i]
+        f[_COL["cos_x_nb_cos"]] = cos[i] * f[_COL["nb_cos"]]
+        f[_COL["rank_product"]] = f[_COL["rank_cos"]] * f[_COL["rank_bm25"]]
+        f[_COL["cos_squared"]] = cos[i] ** 2
+        f[_COL["cos_x_sess_idf"]] = cos[i] * f[_COL["sess_idf"]]
     return x
 
 
@@ -253,6 +267,7 @@ def gate_features(
     second = cosines[1] if len(cosines) > 1 else 0.0
     mean = float(np.mean(cosines[:10]))
     log_n = math.log(max(facts.memories, 1.0))
+    unseen = sum(1 for v in facts.idf if v == 0)  # terms the user never used
 
     def best_of(name: str) -> float:
         return float(x[:, _COL[name]].max()) if len(x) else 0.0
@@ -276,5 +291,8 @@ def gate_features(
         "best_cos_x_log_n": best * log_n,
         "z1_x_log_n": z[0] * log_n,
         "cos_standout": best - mean,
+        "unseen_terms": float(unseen),
+        "unseen_frac": unseen / len(facts.idf) if facts.idf else 0.0,
+        "min_idf": min(facts.idf) if facts.idf else 0.0,
     }
     return np.array([values[name] for name in GATE_FEATURES])

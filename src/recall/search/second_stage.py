@@ -1,4 +1,4 @@
-"""The learned second stage and its gate: the default ranking (docs/retrieval.md, decision 0022).
+"""The learned second stage and its gate: the default ranking (docs/retrieval.md, decision 0024).
 
 Three linear models over `recall.search.features`, fitted leave-one-conversation-out by
 `python benchmarks/fit_second_stage.py` and shipped as package data, one file per embedding
@@ -7,9 +7,11 @@ model (`second_stage/<model>.json`: the cosines and vectors they read are that m
 - the **ranker** orders the candidates: a logit `z` per memory;
 - the **intent** model reads the query's own vector: small talk and generic requests score low;
 - the **gate** reads the query as a whole (intent, coverage, the best cosines and logits) and
-  gives `g`, the log-odds that one of the memories answers the message, shifted by the fitted
+  gives the log-odds that one of the memories answers the message, shifted by the fitted
   `gate_offset` (its operating point: docs/benchmarks.md publishes reach and silence for every
-  threshold).
+  threshold). The intent's own logit, shifted by `intent_offset`, caps it: a message that asks
+  nothing of memory stays silent however well a stored greeting matches it. `g` is the lower of
+  the two.
 
 A memory's score is `sigmoid(g + slope * (z - z_best))`: the best candidate scores the gate's
 probability and the others less, by how far the ranker puts them below it. So the default
@@ -116,14 +118,19 @@ class Explanation:
 
     Attributes:
         score: sigmoid(gate + slope * (logit - best_logit)).
-        gate: the gate's logit for the query (offset included); below 0, nothing passes 0.5.
+        gate: the query's gate, the lower of `match` and `intent`; below 0, nothing passes 0.5.
+        match: the gate model's logit (offset included): does a memory answer the message?
+        intent: the intent model's logit (offset included): does the message ask anything of
+            memory at all?
         logit, best_logit: the ranker's logit for this memory and for the best candidate.
         ranker: each feature's part of `logit`.
-        gate_parts: each feature's part of `gate`.
+        gate_parts: each feature's part of `match`.
     """
 
     score: float
     gate: float
+    match: float
+    intent: float
     logit: float
     best_logit: float
     ranker: dict[str, float]
@@ -138,6 +145,8 @@ class Explanation:
         return {
             "score": round(self.score, 4),
             "gate": round(self.gate, 4),
+            "match": round(self.match, 4),
+            "intent": round(self.intent, 4),
             "logit": round(self.logit, 4),
             "best_logit": round(self.best_logit, 4),
             "ranker": ordered(self.ranker),
@@ -153,13 +162,16 @@ class Scored:
         order: indexes into the candidates, best first.
         scores: each candidate's score (0-1), in the candidates' order.
         logits: each candidate's ranker logit, in the candidates' order.
-        gate: the query's gate logit (offset included).
+        gate: the query's gate logit, the lower of `match` and `intent` (offsets included).
+        match: the gate model's logit; intent: the intent model's.
     """
 
     order: list[int]
     scores: list[float]
     logits: np.ndarray
     gate: float
+    match: float
+    intent: float
     _rank_x: np.ndarray
     _products: np.ndarray
     _gate_x: np.ndarray
@@ -176,6 +188,8 @@ class Scored:
         return Explanation(
             score=self.scores[index],
             gate=self.gate,
+            match=self.match,
+            intent=self.intent,
             logit=float(self.logits[index]),
             best_logit=best,
             ranker=ranker,
@@ -196,6 +210,7 @@ class SecondStage:
         intent_intercept: its intercept.
         gate: the gate (`GATE_FEATURES`).
         gate_offset: added to the gate's logit: its operating point.
+        intent_offset: added to the intent's logit, which caps the gate.
         slope: how fast a candidate's score falls below the best one's, per unit of logit.
         source: how the weights were fitted (command, data, date), for the record.
     """
@@ -208,6 +223,7 @@ class SecondStage:
     intent_intercept: float
     gate: LinearModel
     gate_offset: float
+    intent_offset: float
     slope: float
     source: Mapping[str, Any]
 
@@ -233,11 +249,13 @@ class SecondStage:
         intent = float(query_vector @ self.intent + self.intent_intercept)
         cosines = [1.0 - float(rows[i].distance) for i in vector_order]
         gx = gate_features(facts, x, np.asarray(logits), cosines, intent)
-        gate = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
+        match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
+        capped = intent + self.intent_offset
+        gate = min(match, capped)
         order = sorted(range(len(rows)), key=lambda i: (-float(logits[i]), str(rows[i].id)))
         best = float(logits[order[0]]) if order else 0.0
         scores = [_sigmoid(gate + self.slope * (float(z) - best)) for z in logits]
-        return Scored(order, scores, np.asarray(logits), gate, x, prod, gx)
+        return Scored(order, scores, np.asarray(logits), gate, match, capped, x, prod, gx)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SecondStage:
@@ -263,6 +281,7 @@ class SecondStage:
                 intent_intercept=float(data["intent"]["intercept"]),
                 gate=gate,
                 gate_offset=float(data["gate_offset"]),
+                intent_offset=float(data["intent_offset"]),
                 slope=float(data["slope"]),
                 source=dict(data.get("source", {})),
             )
@@ -281,6 +300,7 @@ class SecondStage:
             "intent": {"weights": self.intent.tolist(), "intercept": self.intent_intercept},
             "gate": self.gate.to_json(),
             "gate_offset": self.gate_offset,
+            "intent_offset": self.intent_offset,
             "slope": self.slope,
             "source": dict(self.source),
         }

@@ -75,6 +75,7 @@ def _memory(m: Memory) -> dict[str, Any]:
         "kind": m.kind,
         "score": m.score,
         "similarity": m.similarity,
+        "explanation": m.explanation,
     }
 
 
@@ -116,7 +117,9 @@ async def memories(request: Request, user: str, store: MemoryStore) -> Response:
 
 async def search(request: Request, user: str, store: MemoryStore) -> Response:
     """The user's memories ranked for `?q=` in `?mode=` (semantic, keyword or hybrid; the
-    server's default when left out), with their scores, `?limit=` (1-100, 10)."""
+    server's default when left out), with their scores, `?limit=` (1-100, 10). Every result up
+    to the limit comes, each marked `passes` (its score reaches the store's threshold, so the
+    agent would get it) and, in the default mode, with the parts of its score."""
     query = request.query_params.get("q", "")
     if len(query) > store.settings.max_query_length:
         raise InvalidInputError(f"q is longer than {store.settings.max_query_length} characters")
@@ -125,9 +128,22 @@ async def search(request: Request, user: str, store: MemoryStore) -> Response:
         raise InvalidInputError(f"mode must be one of {', '.join(RETRIEVAL_MODES)}")
     mode = cast(RetrievalMode | None, asked)
     limit = _int(request, "limit", 10, MAX_PAGE)
-    found = await store.search(user, query, limit=limit, similarity_threshold=0.0, mode=mode)
+    found = await store.search(
+        user, query, limit=limit, similarity_threshold=0.0, mode=mode, explain=True
+    )
+    threshold = store.settings.similarity_threshold
+    used = mode or store.settings.retrieval_mode
+    # the threshold does not apply to keyword search (BM25 has no fixed scale)
+    rows = [
+        {**_memory(m), "passes": used == "keyword" or m.score is None or m.score >= threshold}
+        for m in found
+    ]
     return JSONResponse(
-        {"mode": mode or store.settings.retrieval_mode, "memories": [_memory(m) for m in found]}
+        {
+            "mode": used,
+            "threshold": threshold,
+            "memories": rows,
+        }
     )
 
 

@@ -46,7 +46,7 @@ class StoreBase:
         settings: limits, search and index settings.
         database: where the pool connects (kept for the embedded server's lifetime).
         fusion: the hybrid mode's fusion model, for an embedder without a second stage.
-        second_stage: the hybrid mode's learned second stage and gate (decision 0022): True
+        second_stage: the hybrid mode's learned second stage and gate (decision 0024): True
             for the one shipped for the embedder's model (the fusion where none is), False for
             the fusion always, or a `SecondStage` of your own fit.
         read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads

@@ -20,6 +20,7 @@ from recall.db.migrate import (
 from recall.db.pool import connect_once, locate_database, open_pool
 from recall.embeddings import configured_embeddings, embedder_for
 from recall.errors import MigrationError, StoreError
+from recall.search.second_stage import SecondStage
 
 if TYPE_CHECKING:
     from recall.store.memory_store import MemoryStore
@@ -38,8 +39,10 @@ class StoreConnector:
         settings: Settings | None,
         embeddings: Embeddings | None,
         name: str | None,
+        second_stage: SecondStage | bool = True,
     ) -> None:
         self._cls = cls
+        self._second_stage = second_stage
         self._settings = settings
         self._embeddings = embeddings
         self._name = name
@@ -89,7 +92,14 @@ class StoreConnector:
             model=embedder.name,
             read_replica=read_pool is not None,
         )
-        return self._cls(pool, embedder, settings, database=database, read_pool=read_pool)
+        return self._cls(
+            pool,
+            embedder,
+            settings,
+            database=database,
+            read_pool=read_pool,
+            second_stage=self._second_stage,
+        )
 
     def __await__(self) -> Generator[Any, None, MemoryStore]:
         return self.open().__await__()

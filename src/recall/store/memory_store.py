@@ -11,6 +11,7 @@ from __future__ import annotations
 from langchain_core.embeddings import Embeddings
 
 from recall.config import Settings
+from recall.search.second_stage import SecondStage
 from recall.store.bulk import Bulk
 from recall.store.checks import MAX_LIMIT
 from recall.store.connect import StoreConnector
@@ -38,6 +39,7 @@ class MemoryStore(Writes, Bulk, Search, Reads, Conversations, Erasure):
         *,
         embeddings: Embeddings | None = None,
         embedding_model_name: str | None = None,
+        second_stage: SecondStage | bool = True,
     ) -> StoreConnector:
         """Open a store: `async with MemoryStore.connect() as store:` (or `await` it).
 
@@ -48,8 +50,11 @@ class MemoryStore(Writes, Bulk, Search, Reads, Conversations, Erasure):
                 left unset, the model the database is bound to, else the default
                 (`recall.embeddings.configured_embeddings`).
             embedding_model_name: the name recorded with the data for `embeddings`.
+            second_stage: the default mode's ranking (docs/retrieval.md): True for the one
+                fitted for the embedder's model (the fusion of decision 0005 where none is),
+                False for that fusion always, or a `SecondStage` of your own fit.
 
         Raises:
             ConfigError, StoreError, MigrationError, EmbeddingMismatchError: set-up failed.
         """
-        return StoreConnector(cls, settings, embeddings, embedding_model_name)
+        return StoreConnector(cls, settings, embeddings, embedding_model_name, second_stage)

@@ -74,7 +74,7 @@ class Search(Maintenance):
                 user's memories (docs/decisions/0001-per-user-search.md).
             keyword: BM25 over full-text search of the query's words; the threshold does not
                 apply (BM25 has no fixed scale); `similarity` is still the cosine.
-            hybrid (the default): the learned second stage and its gate (decision 0022) over
+            hybrid (the default): the learned second stage and its gate (decision 0024) over
                 the best memories by cosine and by BM25: `Memory.score` (0-1) is what the
                 threshold compares, and at 0.5 nothing passes when no memory answers the
                 message (docs/retrieval.md). For an embedder without a fitted second stage,

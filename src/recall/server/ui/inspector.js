@@ -49,6 +49,11 @@ function memoryItem(m) {
   }
   li.append(meta, el("p", "said", m.user_message));
   if (m.ai_response) li.append(el("p", "reply", m.ai_response));
+  if (m.passes === false) {
+    li.classList.add("kept-out");
+    meta.append(el("span", "verdict", "kept out by the threshold"));
+  }
+  if (m.explanation) li.append(whyItem(m.explanation));
   const remove = el("button", "delete", "Delete");
   remove.type = "button";
   remove.dataset.testid = "delete";
@@ -56,6 +61,24 @@ function memoryItem(m) {
   remove.addEventListener("click", () => deleteMemory(m.id, li));
   li.append(remove);
   return li;
+}
+
+// Why a memory came (or was kept out): the gate's verdict on the message and the largest
+// parts of the ranker's score, from the search's `explanation`.
+function whyItem(why) {
+  const box = el("details", "why");
+  box.dataset.testid = "why";
+  box.append(el("summary", null, `why: gate ${why.gate.toFixed(2)}, logit ${why.logit.toFixed(2)}`));
+  const parts = (title, named) => {
+    const top = Object.entries(named).slice(0, 5);
+    return el("p", null, `${title}: ` + top.map(([k, v]) => `${k} ${v >= 0 ? "+" : ""}${v.toFixed(2)}`).join(", "));
+  };
+  box.append(
+    el("p", "muted", "Gate below 0: the message looks like nothing the memories answer, so nothing passes 0.5."),
+    parts("gate", why.gate_parts),
+    parts("ranker", why.ranker),
+  );
+  return box;
 }
 
 function setStatus(text, isError = false) {
@@ -88,7 +111,11 @@ async function runSearch(event) {
     $("memories").replaceChildren(...body.memories.map(memoryItem));
     $("more").hidden = true;
     $("clear-search").hidden = false;
-    setStatus(`${body.memories.length} found for “${q}” (${body.mode}), best first.`);
+    const passing = body.memories.filter((m) => m.passes !== false).length;
+    setStatus(
+      `${body.memories.length} found for “${q}” (${body.mode}), best first; ` +
+        `${passing} pass the threshold ${body.threshold} and would reach the agent.`,
+    );
   } catch (error) {
     setStatus(error.message, true);
   }

@@ -1,0 +1,152 @@
+"""The default path end to end on the real database: the learned second stage and its gate
+with bge-small (what a user gets), and the candidates' plumbing (scope, echoes, explanations)
+with the fake embedder and hand-made weights."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from recall.config import Settings
+from recall.search.features import GATE_FEATURES, RANK_FEATURES
+from recall.search.second_stage import LinearModel, SecondStage
+from recall.store import MemoryStore
+from recall.store.search import SCOPE, SCOPE_FROM
+from recall.testing import FakeEmbeddings
+from tests.conftest import Databases
+
+T0 = datetime(2026, 3, 1, 9, tzinfo=UTC)
+# told in one thread; the questions below ask about them in other words
+THREAD = [
+    ("hey there!", "Hi! How can I help?"),
+    ("I've been learning the cello since January", "Lovely, how are the lessons going?"),
+    ("My brother Tom moved to Denver for a job at a brewery", "Big move! Do you miss him?"),
+    ("thanks, that's all", "Any time!"),
+    ("I can't eat gluten, I have coeliac disease", "Noted, I'll keep that in mind."),
+]
+
+
+@pytest.fixture(scope="module")
+async def bge_store(databases: Databases) -> AsyncIterator[MemoryStore]:
+    url = await databases.create("recall_second_stage")
+    async with MemoryStore.connect(
+        Settings(database_url=url, embedding_model="bge-small-en-v1.5", embedding_cache_ttl=0)
+    ) as store:
+        yield store
+
+
+async def told(store: MemoryStore, user: str) -> list[str]:
+    return await store.add_turns(
+        {"user_id": user, "user_message": u, "ai_response": a, "conversation_id": "told",
+         "created_at": T0 + timedelta(minutes=i)}
+        for i, (u, a) in enumerate(THREAD)
+    )  # fmt: skip
+
+
+async def test_the_default_path_is_the_second_stage(bge_store: MemoryStore, user: str) -> None:
+    assert bge_store.second_stage is not None
+    assert bge_store.second_stage.embedding_model == "bge-small-en-v1.5"
+    ids = await told(bge_store, user)
+    [first, *_] = await bge_store.search(user, "Which instrument am I practising?")
+    assert first.id == ids[1]
+    assert first.score is not None and 0.5 <= first.score <= 1.0
+    assert first.explanation is None  # only when asked for
+
+
+@pytest.mark.parametrize("text", ["good morning!", "thank you so much", "what's 12 times 12?"])
+async def test_small_talk_gets_nothing(bge_store: MemoryStore, user: str, text: str) -> None:
+    await told(bge_store, user)
+    assert await bge_store.search(user, text) == []
+
+
+async def test_the_gate_explains_itself(bge_store: MemoryStore, user: str) -> None:
+    ids = await told(bge_store, user)
+    found = await bge_store.search(
+        user, "where does my sibling live now?", similarity_threshold=0.0, explain=True
+    )
+    assert found[0].id == ids[2]
+    why = found[0].explanation
+    assert why is not None
+    assert sum(why["ranker"].values()) == pytest.approx(why["logit"], abs=1e-3)
+    assert sum(why["gate_parts"].values()) == pytest.approx(why["match"], abs=1e-3)
+    assert why["gate"] == min(why["match"], why["intent"])
+    assert set(why["gate_parts"]) == {*GATE_FEATURES, "intercept", "offset"}
+    assert set(why["ranker"]) == {*RANK_FEATURES, "vectors", "intercept"}
+    scores = [m.score or 0.0 for m in found]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_an_earlier_unanswered_question_never_comes_first(
+    bge_store: MemoryStore, user: str
+) -> None:
+    ids = await told(bge_store, user)
+    await bge_store.add_turn(user, "What is my brother's job?", "I'm not sure.")
+    found = await bge_store.search(user, "What is my brother's job?", similarity_threshold=0.0)
+    assert found[0].id == ids[2]
+    assert all(m.ai_response != "I'm not sure." for m in found)
+
+
+def flat_stage(dims: int) -> SecondStage:
+    """Weights that rank by cosine and always let the best pass."""
+
+    def linear(names: tuple[str, ...], weights: list[float], intercept: float) -> LinearModel:
+        n = len(names)
+        return LinearModel(names, np.zeros(n), np.ones(n), np.array(weights), intercept)
+
+    rank = [0.0] * len(RANK_FEATURES)
+    rank[RANK_FEATURES.index("cos")] = 5.0
+    return SecondStage(
+        embedding_model="fake-hash-64", candidates=5,
+        ranker=linear(RANK_FEATURES, rank, 0.0), product_weights=np.zeros(dims),
+        intent=np.zeros(dims), intent_intercept=0.0,
+        gate=linear(GATE_FEATURES, [0.0] * len(GATE_FEATURES), 3.0), gate_offset=0.0,
+        intent_offset=50.0, slope=1.0, source={},
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+async def fake_store(databases: Databases) -> AsyncIterator[MemoryStore]:
+    url = await databases.create("recall_second_stage_fake")
+    settings = Settings(database_url=url, embedding_cache_ttl=0)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
+        store.second_stage = flat_stage(64)
+        yield store
+
+
+async def test_candidates_hold_both_sides_and_their_neighbours(
+    fake_store: MemoryStore, user: str
+) -> None:
+    texts = [f"note {i} about topic {i % 7}" for i in range(30)]
+    await fake_store.add_turns(
+        {"user_id": user, "user_message": t, "ai_response": "ok", "conversation_id": "c",
+         "created_at": T0 + timedelta(minutes=i)}
+        for i, t in enumerate(texts)
+    )  # fmt: skip
+    vector = await fake_store.embedder.embed_query("topic 3")
+    rows, near = await fake_store.candidates(user, "topic 3", vector, 5)
+    assert len(near) == 5 and len({rows[i].id for i in near}) == 5
+    keyword = [r for r in rows if r.bm25 > 0]
+    assert all(r.matched for r in keyword)  # each keyword hit names the terms it holds
+    assert rows[0].memories == 30 and len(rows[0].term_df) == 2  # "topic" and "3"
+    by_text = {r.user_message: r for r in rows}
+    middle = next(r for t, r in by_text.items() if t not in (texts[0], texts[-1]))
+    assert middle.prev_distance is not None and middle.next_distance is not None
+    assert by_text.get(texts[0]) is None or by_text[texts[0]].prev_distance is None
+
+
+async def test_a_long_history_takes_bm25_over_its_nearest_memories(
+    fake_store: MemoryStore, user: str
+) -> None:
+    await fake_store.add_turns(
+        {"user_id": user, "user_message": f"entry {i} on subject {i % 50}", "ai_response": "ok"}
+        for i in range(SCOPE_FROM + 50)
+    )
+    vector = await fake_store.embedder.embed_query("subject 7")
+    await fake_store.search(user, "subject 7")  # learns the user's plan
+    rows, _near = await fake_store.candidates(user, "subject 7", vector, 5)
+    assert rows and rows[0].memories == SCOPE  # BM25's statistics over the nearest only
+    found = await fake_store.search(user, "subject 7", limit=3)
+    assert len(found) == 3 and found[0].score is not None

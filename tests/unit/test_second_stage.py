@@ -1,0 +1,207 @@
+"""The second stage's features and models on hand-made candidates (no database): the query's
+idf and coverage, the per-candidate features, scores that split into their parts, the gate's
+meaning, and the shipped weights file."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import pytest
+
+from recall.errors import ConfigError
+from recall.search.candidates import CandidateRow
+from recall.search.features import (
+    GATE_FEATURES,
+    RANK_FEATURES,
+    gate_features,
+    query_facts,
+    rank_features,
+)
+from recall.search.second_stage import (
+    LinearModel,
+    SecondStage,
+    load_second_stage,
+    second_stage_for,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DIMS = 4
+
+
+def row(n: int, **changes: Any) -> CandidateRow:
+    base: dict[str, Any] = {
+        "id": UUID(int=n),
+        "conversation_id": "c1",
+        "user_message": f"message {n}",  # a digit: a date-like word
+        "ai_response": "a reply",
+        "created_at": T0 + timedelta(minutes=n),
+        "metadata": {},
+        "kind": "turn",
+        "distance": 0.5,
+        "bm25": 0.0,
+        "embedding": np.eye(DIMS)[n % DIMS],
+        "doc_len": 10,
+        "matched": [],
+        "prev_distance": None,
+        "prev_matched": [],
+        "prev_doc_len": None,
+        "prev_bm25": 0.0,
+        "next_distance": None,
+        "next_matched": [],
+        "next_doc_len": None,
+        "next_bm25": 0.0,
+        "term_df": [2.0, 0.0],
+        "memories": 100.0,
+        "avgdl": 10.0,
+    }
+    base.update(changes)
+    return CandidateRow(**base)
+
+
+def col(name: str) -> int:
+    return RANK_FEATURES.index(name)
+
+
+def test_idf_and_coverage_follow_bm25() -> None:
+    facts = query_facts("when did I adopt a cello", [row(0)])
+    idf_seen = math.log(1 + (100 - 2 + 0.5) / 2.5)
+    assert facts.idf == pytest.approx((idf_seen, 0.0))
+    most = math.log(1 + 100.5 / 0.5)  # a term the user never used weighs the most a term can
+    assert facts.coverage == pytest.approx(idf_seen / (idf_seen + most))
+    assert facts.asks_when
+    assert query_facts("hi", []).coverage == 0.0
+
+
+def test_rank_features_read_matches_neighbours_and_lists() -> None:
+    rows = [
+        row(0, distance=0.2, bm25=3.0, matched=[1], next_distance=0.1, next_matched=[1]),
+        row(1, distance=0.4, conversation_id="c2"),
+        row(2, distance=0.3, bm25=1.0, matched=[1], user_message="Where is it?"),
+    ]
+    facts = query_facts("cello lessons", rows)
+    x = rank_features(facts, rows, vector_order=[0, 2, 1], k=25)
+    assert x[0, col("cos")] == pytest.approx(0.8)
+    assert x[0, col("idf_frac")] == pytest.approx(1.0)  # holds the only term the user used
+    assert x[0, col("term_frac")] == pytest.approx(0.5)  # one of the query's two terms
+    assert x[0, col("bm25_qnorm")] == pytest.approx(3.0 / facts.idf_sum)
+    assert x[0, col("nb_cos")] == pytest.approx(0.9)
+    assert x[0, col("nb_idf_frac")] == pytest.approx(1.0)
+    assert x[1, col("nb_cos")] == 0.0  # no neighbour
+    assert x[0, col("sess_n")] == pytest.approx(2 / 3)  # two of three candidates share c1
+    assert x[0, col("sess_cos")] == pytest.approx(0.7)  # the other c1 candidate's cosine
+    assert x[1, col("sess_cos")] == 0.0
+    assert [x[i, col("rank_cos")] for i in range(3)] == pytest.approx([1.0, 1 / 3, 1 / 2])
+    assert [x[i, col("rank_bm25")] for i in range(3)] == pytest.approx([1.0, 0.0, 1 / 2])
+    assert x[2, col("bm25_rel")] == pytest.approx(1 / 3)
+    assert x[2, col("cos_gap")] == pytest.approx(0.1)
+    assert x[2, col("is_question")] == 1.0 and x[0, col("is_question")] == 0.0
+    assert x[0, col("recency")] == 0.0 and x[2, col("recency")] == 1.0
+
+
+def test_a_date_counts_only_when_the_query_asks_when() -> None:
+    rows = [row(0, ai_response="It was last May"), row(1, user_message="no date here")]
+    asks = rank_features(query_facts("When was the trip?", rows), rows, [0, 1], 25)
+    plain = rank_features(query_facts("Where was the trip?", rows), rows, [0, 1], 25)
+    assert asks[0, col("when_x_temporal")] == 1.0 and asks[1, col("when_x_temporal")] == 0.0
+    assert plain[0, col("cand_temporal")] == 1.0 and plain[0, col("when_x_temporal")] == 0.0
+
+
+def test_gate_features_name_every_feature_once() -> None:
+    rows = [row(0, distance=0.2), row(1, distance=0.6)]
+    facts = query_facts("cello", rows)
+    x = rank_features(facts, rows, [0, 1], 25)
+    g = gate_features(facts, x, np.array([1.0, -2.0]), [0.8, 0.4], intent=0.5)
+    assert len(g) == len(GATE_FEATURES) == len(set(GATE_FEATURES))
+    values = dict(zip(GATE_FEATURES, g, strict=True))
+    assert values["z1"] == 1.0 and values["z2"] == -2.0 and values["z3"] == -10.0
+    assert values["best_cos"] == pytest.approx(0.8) and values["intent"] == 0.5
+    assert values["cos_standout"] == pytest.approx(0.8 - 0.6)
+
+
+def linear(names: tuple[str, ...], weights: list[float], intercept: float) -> LinearModel:
+    n = len(names)
+    return LinearModel(names, np.zeros(n), np.ones(n), np.array(weights), intercept)
+
+
+def stage(
+    gate_intercept: float, *, cos_weight: float = 10.0, intent_offset: float = 50.0
+) -> SecondStage:
+    rank_w = [0.0] * len(RANK_FEATURES)
+    rank_w[col("cos")] = cos_weight
+    return SecondStage(
+        embedding_model="test",
+        candidates=25,
+        ranker=linear(RANK_FEATURES, rank_w, -1.0),
+        product_weights=np.zeros(DIMS),
+        intent=np.zeros(DIMS),
+        intent_intercept=0.0,
+        gate=linear(GATE_FEATURES, [0.0] * len(GATE_FEATURES), gate_intercept),
+        gate_offset=0.5,
+        intent_offset=intent_offset,
+        slope=0.3,
+        source={},
+    )
+
+
+def test_the_best_candidate_scores_the_gate_and_the_rest_fall_below_it() -> None:
+    rows = [row(0, distance=0.6), row(1, distance=0.1), row(2, distance=0.3)]
+    scored = stage(1.0).score("cello", np.ones(DIMS), rows, [1, 2, 0])
+    assert scored.order == [1, 2, 0]
+    assert scored.gate == pytest.approx(1.5)  # intercept plus offset
+    assert scored.scores[1] == pytest.approx(1 / (1 + math.exp(-1.5)))
+    assert scored.scores[1] > scored.scores[2] > scored.scores[0]
+    # a closed gate: nothing reaches 0.5, whatever the ranker thinks
+    closed = stage(-3.0).score("cello", np.ones(DIMS), rows, [1, 2, 0])
+    assert max(closed.scores) < 0.5
+    # a message that asks nothing of memory: the intent caps an open gate
+    chat = stage(1.0, intent_offset=-2.0).score("hi", np.ones(DIMS), rows, [1, 2, 0])
+    assert chat.match == pytest.approx(1.5) and chat.intent == pytest.approx(-2.0)
+    assert chat.gate == pytest.approx(-2.0) and max(chat.scores) < 0.5
+
+
+def test_an_explanation_adds_up_to_the_logit_and_the_gate() -> None:
+    rows = [row(0, distance=0.2, bm25=2.0, matched=[1]), row(1, distance=0.5)]
+    s = stage(0.7)
+    scored = s.score("cello", np.ones(DIMS), rows, [0, 1])
+    for i in range(2):
+        why = scored.explain(s, i)
+        assert sum(why.ranker.values()) == pytest.approx(why.logit)
+        assert sum(why.gate_parts.values()) == pytest.approx(why.match)
+        assert why.gate == min(why.match, why.intent)
+        assert why.score == pytest.approx(scored.scores[i])
+        data = why.as_dict()
+        assert next(iter(data["ranker"])) == "cos"  # the largest part first
+        json.dumps(data)
+
+
+def test_json_round_trip_and_bad_files() -> None:
+    s = stage(0.2)
+    again = load_second_stage(json.dumps(s.to_json()))
+    assert again.to_json() == s.to_json()
+    with pytest.raises(ConfigError, match="not JSON"):
+        load_second_stage("{")
+    data = s.to_json()
+    data["ranker"]["features"] = ["cos"]
+    with pytest.raises(ConfigError, match="second-stage model over"):
+        SecondStage.from_json(data)
+    data = s.to_json()
+    data["intent"]["weights"] = [0.0]
+    with pytest.raises(ConfigError, match="dimensions"):
+        SecondStage.from_json(data)
+    with pytest.raises(ConfigError, match="not a second-stage model"):
+        SecondStage.from_json({"ranker": {}})
+
+
+def test_the_shipped_stage_is_for_bge_small_and_none_for_other_models() -> None:
+    shipped = second_stage_for("bge-small-en-v1.5")
+    assert shipped is not None
+    assert shipped.embedding_model == "bge-small-en-v1.5"
+    assert len(shipped.intent) == len(shipped.product_weights) == 384
+    assert shipped.source["command"].startswith("python benchmarks/fit_second_stage.py")
+    assert second_stage_for("all-MiniLM-L6-v2") is None
+    assert second_stage_for("fake-hash-64") is None
