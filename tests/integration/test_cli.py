@@ -412,3 +412,24 @@ def test_demo_uses_its_own_users_and_leaves_nothing(runner: CliRunner) -> None:
     for user in ("demo-alice", "demo-bob", "alice", "bob"):
         left = runner.invoke(app, ["recent", "-u", user, "--json"])
         assert json.loads(left.stdout) == [], user
+
+
+def test_search_explain_shows_what_the_gate_keeps_out(runner: CliRunner) -> None:
+    for said, reply in (
+        ("I've been learning the cello since January", "Lovely!"),
+        ("hey there!", "Hi! How can I help?"),
+    ):
+        assert runner.invoke(app, ["add", "-u", "cli-explain", said, reply]).exit_code == 0
+    asked = runner.invoke(app, ["search", "-u", "cli-explain", "Which instrument am I practising?",
+                                "--explain"])  # fmt: skip
+    assert asked.exit_code == 0, asked.output
+    first = asked.output.splitlines()[0]
+    assert "passes" in first and "cello" in asked.output.splitlines()[1]
+    assert "gate " in asked.output and "ranker: " in asked.output
+    chat = runner.invoke(app, ["search", "-u", "cli-explain", "good morning!", "--explain",
+                               "--json"])  # fmt: skip
+    rows = json.loads(chat.stdout)
+    assert rows and not any(r["passes"] for r in rows)  # shown, each kept out by the gate
+    assert all(r["explanation"]["gate"] < 0 for r in rows)
+    plain = runner.invoke(app, ["search", "-u", "cli-explain", "good morning!", "--json"])
+    assert json.loads(plain.stdout) == []

@@ -68,10 +68,13 @@ async def run(conn: AsyncConnection[Any], name: str, params: Params = None) -> i
     return cur.rowcount
 
 
-async def fetch_all(conn: AsyncConnection[Any], name: str, params: Params, row: type[T]) -> list[T]:
+async def fetch_all(
+    conn: AsyncConnection[Any], name: str, params: Params, row: type[T], *, binary: bool = False
+) -> list[T]:
     """Run the block `name` and return its rows as `row` objects, built from the column names
-    (so a block's columns are named as `row`'s fields)."""
-    cur = conn.cursor(row_factory=class_row(row))
+    (so a block's columns are named as `row`'s fields). `binary`: results in PostgreSQL's
+    binary format (vectors arrive without parsing their text)."""
+    cur = conn.cursor(row_factory=class_row(row), binary=binary)
     await cur.execute(query(name), params)
     return await cur.fetchall()
 

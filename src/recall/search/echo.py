@@ -61,7 +61,9 @@ def is_unanswered(user_message: str, ai_response: str) -> bool:
     """Whether the stored turn only asks something and got no answer: its user text is a
     question and its reply says nothing new (a "not sure" answer, or no word the question did
     not have). Such a turn holds nothing to remember, whatever the query."""
+    if not is_question(user_message):  # the cheap test first: most turns are not questions
+        return False
     said = terms(user_message)
-    if not said or not is_question(user_message):
+    if not said:
         return False
     return bool(_UNINFORMATIVE.search(ai_response)) or not (terms(ai_response) - said)

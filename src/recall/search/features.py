@@ -94,13 +94,18 @@ GATE_FEATURES = (
     "min_idf",
 )
 _COL = {name: i for i, name in enumerate(RANK_FEATURES)}
-_WORD = re.compile(r"[^\W_]+")
 _MONTHS = "january february march april may june july august september october november december"
-_TEMPORAL = frozenset(
-    (
-        _MONTHS + " yesterday today tomorrow ago last next week weekend month year weeks "
-        "months years recently since soon tonight morning evening"
-    ).split()
+# a word of time or a number: what a memory that answers "when" usually holds
+_TEMPORAL = re.compile(
+    r"\b(?:"
+    + "|".join(
+        (
+            _MONTHS + " yesterday today tomorrow ago last next week weekend month year weeks "
+            "months years recently since soon tonight morning evening"
+        ).split()
+    )
+    + r")\b|\b\d+\b",
+    re.IGNORECASE,
 )
 _NO_LOGIT = -10.0  # the ranker logit of a missing second or third candidate
 
@@ -148,8 +153,7 @@ def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
 
 
 def _temporal(row: CandidateRow) -> bool:
-    words = _WORD.findall(f"{row.user_message} {row.ai_response}".lower())
-    return any(w in _TEMPORAL or w.isdigit() for w in words)
+    return bool(_TEMPORAL.search(row.user_message) or _TEMPORAL.search(row.ai_response))
 
 
 def _session(row: CandidateRow) -> object:
