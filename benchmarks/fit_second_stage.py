@@ -45,15 +45,20 @@ from lib.db import fresh_database, settle
 from lib.regimes import REGIMES, Regime, embed, targets, turn_items
 from lib.report import ROOT, git_revision, machine, publish, table
 from lib.run import parser, run
-from lib.silence import renamings, rename
+from lib.silence import rename, renamings
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from recall.config import Settings
 from recall.embeddings.bge import BGE_MODEL_NAME
 from recall.search.candidates import vector_of
-from recall.search.features import GATE_FEATURES, RANK_FEATURES, gate_features, query_facts
-from recall.search.features import rank_features
+from recall.search.features import (
+    GATE_FEATURES,
+    RANK_FEATURES,
+    gate_features,
+    query_facts,
+    rank_features,
+)
 from recall.search.second_stage import LinearModel, SecondStage
 from recall.store import MemoryStore
 
@@ -151,19 +156,19 @@ async def build(store: MemoryStore, corpus: Corpus, training: dict[str, Any]) ->
     names = renamings(corpus)
     renamed: dict[tuple[int, str], np.ndarray] = {}
     for n, (source, text, _cat, _ev) in enumerate(corpus.questions):
-        for target in convs:
-            if target == source:
+        for asker in convs:
+            if asker == source:
                 continue
-            moved = rename(text, names[(source, target)])
-            renamed[(n, target)] = await emb.embed_query(moved)
-            cases.append(Case("full", "other", target, moved, renamed[(n, target)],
-                              frozenset(), frozenset({fold[source], fold[target]})))  # fmt: skip
+            moved = rename(text, names[(source, asker)])
+            renamed[(n, asker)] = await emb.embed_query(moved)
+            cases.append(Case("full", "other", asker, moved, renamed[(n, asker)],
+                              frozenset(), frozenset({fold[source], fold[asker]})))  # fmt: skip
     # small talk asked of every full user; one renamed question and one line per small user
     rng = random.Random(29)
-    for target in convs:
+    for asker in convs:
         for j, (line, vec) in enumerate(zip(chat, chat_vectors, strict=True)):
-            cases.append(Case("full", "chat", target, line, vec, frozenset(),
-                              frozenset({fold[target], j % len(convs)}), CHAT_WEIGHT))  # fmt: skip
+            cases.append(Case("full", "chat", asker, line, vec, frozenset(),
+                              frozenset({fold[asker], j % len(convs)}), CHAT_WEIGHT))  # fmt: skip
     small_users = sorted({a.user for a in regimes["small"].asks})
     for user in small_users:
         conv = next(c for c in convs if user.startswith(c + "-"))
@@ -215,7 +220,8 @@ def products(case: Case) -> np.ndarray:
     """The query-memory vector products of a case's candidates."""
     if not case.ids:
         return np.zeros((0, len(case.vector)))
-    return np.vstack([EMBEDDINGS[i] for i in case.ids]).astype(np.float64) * case.vector[None, :]
+    stacked: np.ndarray = np.vstack([EMBEDDINGS[i] for i in case.ids]).astype(np.float64)
+    return stacked * np.asarray(case.vector, dtype=np.float64)[None, :]
 
 
 @dataclass
@@ -243,7 +249,8 @@ def fit_ranker(cases: Sequence[Case]) -> tuple[LinearModel, np.ndarray]:
     y = np.concatenate([c.labels for c in own])
     w = np.concatenate([[c.weight] * len(c.ids) for c in own])
     scaler = StandardScaler().fit(x)
-    model = LogisticRegression(C=RANKER_C, max_iter=3000).fit(scaler.transform(x), y, sample_weight=w)
+    model = LogisticRegression(C=RANKER_C, max_iter=3000)
+    model.fit(scaler.transform(x), y, sample_weight=w)
     ranker = _linear(RANK_FEATURES, scaler, model)
     n = len(RANK_FEATURES)
     pw = model.coef_[0][n:] / scaler.scale_[n:]
@@ -332,9 +339,9 @@ def returned(case: Case, offset: float, threshold: float) -> list[str]:
 
 def choose_offset(cases: Sequence[Case], keep: float) -> float:
     """The smallest offset that keeps `keep` of the held-out answerable own cases."""
-    gates = sorted(c.gate for c in cases
-                   if c.kind == "own" and c.regime in ("full", "small", "new") and answered_in_top(c))  # fmt: skip
-    cut = gates[int(math.floor((1 - keep) * len(gates)))]
+    gates = sorted(c.gate for c in cases if c.kind == "own"
+                   and c.regime in ("full", "small", "new") and answered_in_top(c))  # fmt: skip
+    cut = gates[math.floor((1 - keep) * len(gates))]
     return -cut + 1e-9
 
 
@@ -351,9 +358,11 @@ def measures(cases: Sequence[Case], offset: float, threshold: float = 0.5) -> li
             mean = np.mean([len(g) for g in got])
             if kind == "own":
                 ranked = [[c.ids[i] for i in np.argsort(-c.logits, kind="stable")] for c in sel]
-                anyk = [100 * np.mean([bool(set(r[:k]) & c.evidence) for r, c in zip(ranked, sel, strict=True)])
+                pairs = list(zip(ranked, sel, strict=True))
+                anyk = [100 * np.mean([bool(set(r[:k]) & c.evidence) for r, c in pairs])
                         for k in (1, 3, 5)]  # fmt: skip
-                reach = 100 * np.mean([bool(set(g) & c.evidence) for g, c in zip(got, sel, strict=True)])
+                reach = 100 * np.mean([bool(set(g) & c.evidence)
+                                       for g, c in zip(got, sel, strict=True)])  # fmt: skip
                 rows.append([regime, kind, str(len(sel)), *(f"{a:.1f}" for a in anyk),
                              f"{reach:.1f}", f"{silent:.1f}", f"{mean:.2f}"])  # fmt: skip
             else:
@@ -372,7 +381,8 @@ def sweep(cases: Sequence[Case], offset: float) -> list[list[str]]:
             sel = [c for c in cases if c.regime == regime and c.kind == kind]
             got = [returned(c, offset, t) for c in sel]
             if kind == "own":
-                row.append(f"{100 * np.mean([bool(set(g) & c.evidence) for g, c in zip(got, sel, strict=True)]):.1f}")
+                hit = [bool(set(g) & c.evidence) for g, c in zip(got, sel, strict=True)]
+                row.append(f"{100 * np.mean(hit):.1f}")
             else:
                 row.append(f"{100 * np.mean([not g for g in got]):.1f}")
         out.append(row)
@@ -383,7 +393,7 @@ async def main() -> None:
     """Build or load the cases, report leave-one-conversation-out, fit and write."""
     options = parser(__doc__, data=True)
     options.add_argument("--keep", type=float, default=0.97,
-                         help="share of answerable own questions the gate keeps (LOCO)")  # fmt: skip
+                         help="answerable own questions the gate keeps (LOCO)")  # fmt: skip
     options.add_argument("--cache", type=Path, default=ROOT / ".recall" / "second-stage-cases.pkl",
                          help="cases built once (delete it to rebuild)")  # fmt: skip
     args = options.parse_args()
@@ -416,7 +426,8 @@ async def main() -> None:
         product_weights=final.product_weights, intent=final.intent,
         intent_intercept=final.intent_intercept, gate=final.gate, gate_offset=offset,
         slope=SLOPE,
-        source={"command": "python benchmarks/fit_second_stage.py" + (f" --keep {args.keep}" if args.keep != 0.97 else ""),
+        source={"command": "python benchmarks/fit_second_stage.py"
+                + (f" --keep {args.keep}" if args.keep != 0.97 else ""),
                 "commit": git_revision(), "data": "LoCoMo dev (../shared/data/locomo_dev.json) "
                 "and benchmarks/data/gate_training.json", "fitted": f"{datetime.now():%Y-%m-%d}"},
     )  # fmt: skip
@@ -425,7 +436,7 @@ async def main() -> None:
         (OUT / f"{BGE_MODEL_NAME}.json").write_text(json.dumps(stage.to_json()) + "\n", "utf-8")
     body = f"""## The second stage, leave-one-conversation-out
 
-`{stage.source['command']}` on {machine()}, commit {git_revision()}, {datetime.now():%Y-%m-%d}.
+`{stage.source["command"]}` on {machine()}, commit {git_revision()}, {datetime.now():%Y-%m-%d}.
 Every figure is for a conversation scored by models fitted without its data (its memories, its
 questions, its renamed questions, and the small-talk lines and training new users of its fold);
 the store's own candidates ({CANDIDATES} by cosine and {CANDIDATES} by BM25); limit 3,
