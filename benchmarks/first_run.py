@@ -27,6 +27,7 @@ import socket
 import statistics
 import subprocess
 import tempfile
+import textwrap
 import time
 import urllib.request
 from pathlib import Path
@@ -161,14 +162,19 @@ def main() -> None:
             "(~/.cache/pip for uv's own wheel, ~/.cache/uv) are warm, as for a second clone on "
             "the same machine (section first-run-cold: a first clone ever)"
         )
+    about = textwrap.fill(
+        f"{revision}: `git clone` of the committed HEAD into a new folder, then `make run` (a "
+        "new `.venv` without pip; uv installed into it with pip, then `uv pip install -e "
+        ".[server]` from pip's configured sources, no torch; a new embedded database, "
+        f"migrated; the example server), timed until `/ok` answers; {caches}. Target: <= 45 s "
+        f"(issue 29). {machine()}; load average (1/5/15 min) {load_before} before, "
+        f"{load_after} after: the machine is shared with other jobs, so times vary with it.",
+        width=96,
+        break_on_hyphens=False,
+    )
     body = f"""## {title}
 
-{revision}: `git clone` of the committed HEAD into a new folder, then `make run` (a new
-`.venv` without pip; uv installed into it with pip, then `uv pip install -e .[server]` from
-pip's configured sources, no torch; a new embedded database, migrated; the example server),
-timed until `/ok` answers; {caches}. Target: <= 45 s (issue 29).
-{machine()}; load average (1/5/15 min) {load_before} before, {load_after} after: the
-machine is shared with other jobs, so times vary with it.
+{about}
 
 {table(["run", "install s", "until the server answers s"], rows)}
 """
