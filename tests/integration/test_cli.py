@@ -338,6 +338,15 @@ def test_db_start_and_migrate_prepare_the_model(runner: CliRunner) -> None:
     assert migrated.stdout.startswith("model ready: bge-small-en-v1.5\n")
 
 
+def test_db_start_with_migrate_prepares_the_model_once(runner: CliRunner) -> None:
+    done = runner.invoke(app, ["db", "start", "--migrate"])  # `make run`'s one step
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert lines[0].endswith("nothing to start")  # RECALL_DATABASE_URL is set
+    assert lines[1] == "model ready: bge-small-en-v1.5"
+    assert lines[2:] == ["database is up to date"] or lines[2].startswith("applied migrations")
+
+
 def test_import_reports_every_bad_line_and_skips_them_on_request(
     runner: CliRunner, tmp_path: Path
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from recall.cli.common import (
@@ -25,10 +27,17 @@ app.add_typer(db_app, name="db")
 
 
 @db_app.command("start")
-def db_start(ctx: typer.Context) -> None:
+def db_start(
+    ctx: typer.Context,
+    migrate: Annotated[
+        bool,
+        typer.Option("--migrate", help="Also apply pending migrations, as `recall migrate` does."),
+    ] = False,
+) -> None:
     """Start the embedded server and leave it running; prepare the embedding model.
 
-    Stop the server with `recall db stop`. The model is prepared whichever database is used."""
+    Stop the server with `recall db stop`. The model is prepared whichever database is used,
+    once also with `--migrate` (what `make run` uses: one process instead of two)."""
     settings = settings_of(ctx)
     if settings.database_url:
         typer.echo("RECALL_DATABASE_URL is set: recall uses that server; nothing to start")
@@ -37,6 +46,9 @@ def db_start(ctx: typer.Context) -> None:
         server = EmbeddedServer(settings.data_dir, settings.embedded_shared_buffers_mb)
         uri = run(server.astart(stop_at_exit=False))
         typer.echo(f"embedded PostgreSQL running in {server.path}\n{uri}")
+    if migrate:
+        _report(run(_migrate(settings)))  # reuses the server started above
+        return
     # the model the database is bound to, unless one is configured
     bound = None if settings.embedding_model else run(model_of(uri))
     run(prepare_model(settings, bound))
@@ -65,7 +77,10 @@ def db_status(ctx: typer.Context) -> None:
 @app.command()
 def migrate(ctx: typer.Context) -> None:
     """Apply pending migrations (safe to run concurrently and repeatedly); prepare the model."""
-    applied = run(_migrate(settings_of(ctx)))
+    _report(run(_migrate(settings_of(ctx))))
+
+
+def _report(applied: list[int]) -> None:
     if applied:
         typer.echo("applied migrations: " + ", ".join(f"{v:04d}" for v in applied))
     else:
