@@ -85,7 +85,12 @@ class RecallStoreConnector:
             await conn.close()
         pool = await open_pool(database.url, max_size=settings.connection_pool_size)
         store = self._cls(
-            pool, index=index, ttl=self._ttl, search_mode=self._search_mode, database=database
+            pool,
+            index=index,
+            ttl=self._ttl,
+            search_mode=self._search_mode,
+            database=database,
+            settings=settings,
         )
         if self._ttl and self._ttl.get("sweep_interval_minutes"):
             await store.start_ttl_sweeper()
