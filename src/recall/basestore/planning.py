@@ -6,8 +6,8 @@ holding `store_wide_threshold` vectors or more, and a large share of the store, 
 the index over every namespace. Both indexes are built in the background the first time a
 search meets such a namespace or prefix (or at once by `RecallStore.build_indexes`), never on
 the write path. The plan is chosen from what this process knows (the finished indexes, read
-again every few seconds, and the size of each prefix searched, counted in the background once
-a minute): a stale choice costs speed, never results, since an indexed search re-checks exact
+again every few seconds, and the size of each prefix searched, counted in the background every
+five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
 cosines and falls back to the exact scan whenever its page comes back short.
 """
 
@@ -41,7 +41,7 @@ log = structlog.stdlib.get_logger(__name__)
 
 Through = Literal["namespace", "every"] | None
 INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
-SIZES_TTL_S = 60.0  # how long a prefix's counted size is trusted
+SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 20  # the index over every namespace serves prefixes holding 1/20 of the vectors
 

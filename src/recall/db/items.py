@@ -195,10 +195,13 @@ async def _search_indexed(
         filter=plan.filter.condition,
         vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
     )
-    await run(conn, "store_search_knobs", {"ef_search": max(plan.ef_search, plan.candidates)})
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    # the index's predicate (ns, dims) must be seen as constants to be proven: a custom plan
-    await cur.execute(statement, params, prepare=False)
+    async with conn.pipeline():  # the knobs and the search in one round trip
+        await conn.execute(
+            query("store_search_knobs"), {"ef_search": max(plan.ef_search, plan.candidates)}
+        )
+        # the index's predicate (ns, dims) must be seen as constants to be proven: a custom plan
+        await cur.execute(statement, params, prepare=False)
     return await cur.fetchall()
 
 
