@@ -172,12 +172,24 @@ WITH near AS MATERIALIZED (
     SELECT ns, key, 1 - min(distance) AS score
     FROM (SELECT * FROM near UNION ALL SELECT * FROM rest) AS c
     GROUP BY ns, key
+), page AS (
+    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
+    FROM scored AS s
+    JOIN recall.store_items AS i ON i.ns = s.ns AND i.key = s.key
+    ORDER BY s.score DESC, i.updated_at DESC, i.ns, i.key
+    LIMIT %(limit)s OFFSET %(offset)s
+), boundary AS (
+    -- the farthest candidate, when the scan was cut at `candidates` (else it saw everything)
+    SELECT CASE WHEN count(*) >= %(candidates)s THEN 1 - max(distance) END AS score FROM near
 )
-SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
-FROM scored AS s
-JOIN recall.store_items AS i ON i.ns = s.ns AND i.key = s.key
-ORDER BY s.score DESC, i.updated_at DESC, i.ns, i.key
-LIMIT %(limit)s OFFSET %(offset)s
+-- A page whose last score does not beat the farthest candidate's may hold a tie that goes on
+-- past the candidates, which the index (in its own, physical order) cut: nothing is returned,
+-- and the caller's exact scan breaks the tie by date, namespace and key, as always.
+SELECT p.* FROM page AS p
+WHERE NOT EXISTS (
+    SELECT 1 FROM boundary AS b WHERE b.score IS NOT NULL AND (SELECT min(score) FROM page) <= b.score
+)
+ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
 
 -- name: store_search_knobs
 -- for the rest of the transaction: how far an HNSW scan looks, and that it goes on past that
