@@ -65,7 +65,8 @@ class IndexPlanner:
         self._indexes = StoreIndexes({}, 0)
         self._indexes_at = -INDEXES_TTL_S
         self._sizes: dict[str, tuple[int, float]] = {}
-        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._queue: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
+        self._runner: asyncio.Task[None] | None = None
         self._closed = False
 
     async def refresh(self, conn: AsyncConnection[Any], *, force: bool = False) -> None:
@@ -97,11 +98,23 @@ class IndexPlanner:
             self._spawn(f"size:{dims}:{prefix}", lambda: self._size(prefix, dims))
 
     def _spawn(self, key: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        if self._closed or key in self._tasks:
+        """Queue `work` (once per `key`) for the one background runner: counts and builds go
+        one at a time, on one pooled connection, never crowding out the searches."""
+        if self._closed or key in self._queue:
             return
-        task = asyncio.get_running_loop().create_task(work(), name=f"recall-store-{key}")
-        self._tasks[key] = task
-        task.add_done_callback(lambda _t: self._tasks.pop(key, None))
+        self._queue[key] = work
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.get_running_loop().create_task(
+                self._run(), name="recall-store-indexing"
+            )
+
+    async def _run(self) -> None:
+        while self._queue:
+            key = next(iter(self._queue))
+            try:
+                await self._queue[key]()
+            finally:
+                self._queue.pop(key, None)
 
     async def _size(self, prefix: str, dims: int) -> None:
         try:
@@ -156,14 +169,15 @@ class IndexPlanner:
         return built
 
     async def wait(self) -> None:
-        """Wait until the counts and builds running in the background have finished."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        """Wait until the counts and builds queued in the background have finished."""
+        while self._runner is not None and not self._runner.done():
+            await asyncio.gather(self._runner, return_exceptions=True)
 
     async def close(self) -> None:
         """Start nothing new and cancel what runs (a build cut short leaves an invalid index,
         which the next build drops and builds again)."""
         self._closed = True
-        for task in list(self._tasks.values()):
-            task.cancel()
+        self._queue.clear()
+        if self._runner is not None:
+            self._runner.cancel()
         await self.wait()
