@@ -190,8 +190,9 @@ async def run_read(
         plan = _plan(position, op, prepared, index, mode)
         if plan.mode == "semantic" and (dims := plan.dims) is not None:
             await planner.refresh(conn)
+            through = planner.through(plan.prefix, dims)
             plan = dataclasses.replace(
-                plan, through=planner.through(plan.prefix, dims), ef_search=planner.ef_search
+                plan, through=through, ef_search=planner.breadth(plan.prefix, dims, through)
             )
             planner.searched(plan.prefix, dims)
         rows = await search_items(conn, plan)

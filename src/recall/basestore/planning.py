@@ -43,7 +43,18 @@ Through = Literal["namespace", "every"] | None
 INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
 SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
-WIDE_SHARE = 20  # the index over every namespace serves prefixes holding 1/20 of the vectors
+WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
+# How wide an indexed search looks (hnsw.ef_search), by the vectors its index holds: at least
+# MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
+# Measured on benchmarks/basestore.py's clustered vectors (docs/benchmarks.md): ef_search 100
+# left recall@10 at 0.989 for namespaces of 1,000-9,999 vectors, 0.958 at 20,000, 0.823 at
+# 50,000 and 0.814 for 170,000 under one prefix; 200, 400, 1,000 and 1,000 give 1.00, 0.998,
+# 0.998 and 1.00. An index larger than LARGEST_MEASURED is not used (the exact scan answers):
+# no recall was measured there, and the breadth cannot grow past 1,000.
+MIN_BREADTH = 200
+VECTORS_PER_EF = 50
+MAX_BREADTH = 1000
+LARGEST_MEASURED = 170_000
 
 
 class IndexPlanner:
@@ -78,17 +89,28 @@ class IndexPlanner:
     def through(self, prefix: str, dims: int) -> Through:
         """The plan of a semantic search under `prefix` (None: the exact scan)."""
         names = self._indexes.names
-        if prefix and (prefix, dims) in names:
+        if prefix and (prefix, dims) in names and self._measured(prefix, dims):
             return "namespace"
         known = self._sizes.get(prefix)
         if (
             known is not None
             and known[0] >= self.wide
             and (EVERY_NAMESPACE, dims) in names
+            and self._measured(EVERY_NAMESPACE, dims)
             and known[0] * WIDE_SHARE >= self._indexes.vectors
         ):
             return "every"
         return None
+
+    def _measured(self, ns: str, dims: int) -> bool:
+        return self._indexes.sizes.get((ns, dims), 0) <= LARGEST_MEASURED
+
+    def breadth(self, prefix: str, dims: int, through: Through) -> int:
+        """How wide a search through `through` looks (hnsw.ef_search), by its index's size:
+        `hnsw_ef_search`, at least MIN_BREADTH, one more per VECTORS_PER_EF vectors."""
+        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        size = self._indexes.sizes.get((ns, dims), 0)
+        return min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
 
     def searched(self, prefix: str, dims: int) -> None:
         """Note a semantic search under `prefix`: count the prefix in the background when its
@@ -96,6 +118,12 @@ class IndexPlanner:
         known = self._sizes.get(prefix)
         if known is None or time.monotonic() - known[1] >= SIZES_TTL_S:
             self._spawn(f"size:{dims}:{prefix}", lambda: self._size(prefix, dims))
+
+    def _size_cap(self) -> int:
+        """How far a prefix is counted: as far as the thresholds and the wide plan's share
+        need to know."""
+        share = -(-self._indexes.vectors // WIDE_SHARE)
+        return max(self.threshold, self.wide, share)
 
     def _spawn(self, key: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Queue `work` (once per `key`) for the one background runner: counts and builds go
@@ -119,7 +147,7 @@ class IndexPlanner:
     async def _size(self, prefix: str, dims: int) -> None:
         try:
             async with self._pool.connection() as conn:
-                size = await prefix_size(conn, prefix, max(self.threshold, self.wide))
+                size = await prefix_size(conn, prefix, self._size_cap())
                 own = 0
                 if prefix and size >= self.threshold and (prefix, dims) not in self._indexes.names:
                     own = int(await fetch_value(

@@ -204,8 +204,12 @@ SELECT count(*) FROM (
 ) AS under
 
 -- name: store_indexes
--- the finished indexes (migration 0015) and how many vectors the table holds (an estimate)
-SELECT ns, dims, index_name FROM recall.store_indexes ORDER BY ns, dims
+-- the finished indexes (migration 0015), each with how many vectors it holds (an estimate,
+-- counted by the build and by every vacuum since)
+SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint
+FROM recall.store_indexes AS x
+LEFT JOIN pg_class AS c ON c.relname = x.index_name AND c.relnamespace = 'recall'::regnamespace
+ORDER BY x.ns, x.dims
 
 -- name: store_vector_estimate
 SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'recall.store_vectors'::regclass

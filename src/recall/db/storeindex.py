@@ -12,7 +12,7 @@ per-user builds (`recall.db.userindex`): two CREATE INDEX CONCURRENTLY on one ta
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -39,11 +39,12 @@ EVERY_NAMESPACE = ""
 
 @dataclass(frozen=True, slots=True)
 class StoreIndexes:
-    """The finished indexes, by (namespace or `EVERY_NAMESPACE`, dims), and the table's
-    estimated number of vectors."""
+    """The finished indexes, by (namespace or `EVERY_NAMESPACE`, dims), the table's
+    estimated number of vectors, and each index's (by the same keys as `names`)."""
 
     names: dict[tuple[str, int], str]
     vectors: int
+    sizes: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def store_index_name(ns: str, dims: int) -> str:
@@ -55,11 +56,14 @@ def store_index_name(ns: str, dims: int) -> str:
 
 
 async def read_store_indexes(conn: AsyncConnection[Any]) -> StoreIndexes:
-    """Every finished index, and the estimated size of the vectors table."""
+    """Every finished index and its estimated size, and the estimated size of the vectors
+    table."""
     cur = await conn.execute(query("store_indexes"))
-    names = {(str(ns), int(dims)): str(name) for ns, dims, name in await cur.fetchall()}
+    rows = await cur.fetchall()
+    names = {(str(ns), int(dims)): str(name) for ns, dims, name, _ in rows}
+    sizes = {(str(ns), int(dims)): int(size or 0) for ns, dims, _, size in rows}
     vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
-    return StoreIndexes(names, vectors)
+    return StoreIndexes(names, vectors, sizes)
 
 
 async def namespaces_due(conn: AsyncConnection[Any], dims: int, threshold: int) -> list[str]:
