@@ -15,12 +15,14 @@ from .data import DIMS, unit
 TOPICS = 300  # topic centres shared by every namespace (users talk about the same things)
 NOISE = 0.45 / np.sqrt(DIMS / 8)  # per-coordinate noise around a centre, as lib.data's memories
 SIGMA = 1.5  # of the lognormal namespace sizes: 1 to a few thousand items at 100k in 1,000
-BUCKETS = ((1, 9), (10, 99), (100, 999), (1000, None))  # namespace sizes reported apart
+BUCKETS = ((1, 9), (10, 99), (100, 999), (1000, 9999), (10_000, None))  # sizes reported apart
+PREFIX = -1  # `Query.namespace` of a search over every namespace (the prefix ("users",))
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """One search: the namespace searched (as the prefix), the query's text and unit vector."""
+    """One search: the namespace searched (as the prefix; `PREFIX`: every namespace, under
+    ("users",)), the query's text and unit vector."""
 
     namespace: int
     text: str
@@ -38,6 +40,7 @@ class Items:
     vectors: np.ndarray
     queries: list[Query]
     vectors_of: dict[str, np.ndarray]
+    large_from: int = 0  # the first of the extra large namespaces (`make_items(large=...)`)
 
     def rows(self, j: int) -> np.ndarray:
         """Namespace `j`'s item vectors (row i is the item of key `key(i)`)."""
@@ -54,6 +57,15 @@ class Items:
         """The keys of the `k` items of the query's namespace nearest to it (cosine, exact)."""
         sims = self.rows(query.namespace) @ query.vector
         return [key(int(i)) for i in np.argsort(-sims)[:k]]
+
+    def exact_top_everywhere(self, query: Query, k: int = 10) -> list[tuple[tuple[str, ...], str]]:
+        """The (namespace, key) of the `k` items of every namespace nearest to the query."""
+        rows = np.argsort(-(self.vectors @ query.vector))[:k]
+        found = []
+        for row in rows:
+            j = int(np.searchsorted(self.starts, row, side="right")) - 1
+            found.append((self.namespaces[j], key(int(row) - int(self.starts[j]))))
+        return found
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The stores' `embed`: each text's precomputed vector, looked up."""
@@ -107,13 +119,26 @@ def skewed_sizes(total: int, count: int, rng: np.random.Generator) -> np.ndarray
     return out
 
 
-def make_items(total: int, count: int, per_namespace: int, rng: np.random.Generator) -> Items:
-    """`total` items in `count` namespaces ("users", "u0000", "memories"), ... of skewed sizes.
+def make_items(
+    total: int,
+    count: int,
+    per_namespace: int,
+    rng: np.random.Generator,
+    *,
+    large: Sequence[int] = (),
+    per_large: int = 0,
+    everywhere: int = 0,
+) -> Items:
+    """`total` items in `count` namespaces ("users", "u0000", "memories"), ... of skewed sizes,
+    then one namespace of each size in `large` (with `per_large` queries each, more than the
+    others' so that their percentiles mean something), and `everywhere` queries over every
+    namespace (`PREFIX`).
     Each namespace talks about 1 to 8 of the shared topics; an item's vector is one of them
     plus noise, and each of the `per_namespace` queries of a namespace is a held-out vector
     drawn the same way (near one of its topics, not one of its items). Queries come shuffled,
     so that each block of a timed run mixes namespaces of every size."""
-    sizes = skewed_sizes(total, count, rng)
+    sizes = np.concatenate([skewed_sizes(total, count, rng), np.array(large, dtype=np.int64)])
+    total, count = int(sizes.sum()), len(sizes)
     centres = unit(rng.normal(size=(TOPICS, DIMS)))
     topics = [rng.choice(TOPICS, size=int(rng.integers(1, 9)), replace=False) for _ in sizes]
     picks = np.concatenate([rng.choice(t, size=int(n)) for t, n in zip(topics, sizes, strict=True)])
@@ -125,9 +150,15 @@ def make_items(total: int, count: int, per_namespace: int, rng: np.random.Genera
     }
     queries = []
     for j in range(count):
-        near = centres[rng.choice(topics[j], size=per_namespace)]
+        asked = per_large if j >= count - len(large) else per_namespace
+        near = centres[rng.choice(topics[j], size=asked)]
         for q, vector in enumerate(unit(near + NOISE * rng.normal(size=near.shape))):
             queries.append(Query(j, f"query-{j}-{q}", vector))
             vectors_of[f"query-{j}-{q}"] = vector
+    near = centres[rng.choice(TOPICS, size=everywhere)]
+    for q, vector in enumerate(unit(near + NOISE * rng.normal(size=near.shape))):
+        queries.append(Query(PREFIX, f"query-all-{q}", vector))
+        vectors_of[f"query-all-{q}"] = vector
     order = rng.permutation(len(queries))
-    return Items(namespaces, sizes, starts, vectors, [queries[i] for i in order], vectors_of)
+    shuffled = [queries[i] for i in order]
+    return Items(namespaces, sizes, starts, vectors, shuffled, vectors_of, count - len(large))

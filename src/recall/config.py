@@ -135,6 +135,8 @@ class Settings:
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 100
     user_index_threshold: int = 20000
+    store_index_threshold: int = 1000
+    store_wide_threshold: int = 10000
     retrieval_mode: RetrievalMode = "hybrid"
     hybrid_candidates: int = 20
     log_search_queries: bool = False
@@ -181,6 +183,8 @@ class Settings:
             ),
             ("hnsw_ef_search", 1 <= self.hnsw_ef_search <= 1000, "must be between 1 and 1000"),
             ("user_index_threshold", self.user_index_threshold >= 1, "must be >= 1"),
+            ("store_index_threshold", self.store_index_threshold >= 1, "must be >= 1"),
+            ("store_wide_threshold", self.store_wide_threshold >= 1, "must be >= 1"),
             (
                 "retrieval_mode",
                 self.retrieval_mode in RETRIEVAL_MODES,

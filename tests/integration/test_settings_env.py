@@ -21,9 +21,11 @@ import pytest
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import IndexConfig, PutOp
 from psycopg import AsyncConnection
 from structlog.testing import capture_logs
 
+from recall import RecallStore
 from recall.config import Settings
 from recall.creation.consolidate import Consolidator
 from recall.creation.extraction import RunnableExtractor
@@ -410,6 +412,29 @@ async def test_recall_user_index_threshold(env: pytest.MonkeyPatch, user: str) -
     async with await open_store() as store:
         await add_facts(store, user, 3)
         assert user in await store.optimize()
+
+
+async def test_recall_store_index_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_STORE_INDEX_THRESHOLD", "3")
+    index: IndexConfig = {"dims": 16, "embed": FakeEmbeddings(16), "fields": ["text"]}
+    async with RecallStore.connect(index=index) as store:
+        await store.abatch([PutOp((user, "kb"), f"k{i}", {"text": f"fact {i}"}) for i in range(3)])
+        await store.abatch([PutOp((user, "small"), "k", {"text": "fact"})])
+        assert await store.build_indexes() == [(user, "kb")]
+
+
+async def test_recall_store_wide_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+    env.setenv("RECALL_STORE_WIDE_THRESHOLD", "3")
+    index: IndexConfig = {"dims": 24, "embed": FakeEmbeddings(24), "fields": ["text"]}
+    async with RecallStore.connect(index=index) as store:
+        await store.abatch([PutOp((user, f"n{i}"), "k", {"text": f"fact {i}"}) for i in range(3)])
+        await store.asearch((user,), query="fact")
+        await store.wait_for_index_builds()
+        url = store.database.url if store.database else ""
+    conn = await AsyncConnection.connect(url)
+    async with conn:
+        cur = await conn.execute(b"SELECT ns FROM recall.store_indexes WHERE dims = 24")
+        assert await cur.fetchall() == [("",)]  # the index over every namespace
 
 
 async def _user_index_definition(store: MemoryStore, user: str) -> str:

@@ -17,8 +17,10 @@ from langgraph.store.base import (
 
 from recall.basestore.indexing import keyword_text, resolve_index
 from recall.basestore.namespaces import join, list_matching, literal_prefix, split, validate_op
+from recall.basestore.planning import IndexPlanner
 from recall.config import Settings
 from recall.db.filters import compile_filter
+from recall.db.storeindex import EVERY_NAMESPACE, StoreIndexes
 from recall.errors import ConfigError, InvalidInputError
 from recall.testing import FakeEmbeddings
 
@@ -129,3 +131,22 @@ async def test_index_settings_are_checked() -> None:
     for bad in ({"dims": 0, "embed": FakeEmbeddings(8)}, {"embed": 42}, {"fields": "text"}):
         with pytest.raises(ConfigError):
             await resolve_index(bad, settings)  # type: ignore[arg-type]  # wrong on purpose
+
+
+def _planner(sizes: dict[tuple[str, int], int], **settings: Any) -> IndexPlanner:
+    planner = IndexPlanner(None, Settings(**settings))  # type: ignore[arg-type]  # no I/O here
+    names = {key: f"index{n}" for n, key in enumerate(sizes)}
+    planner._indexes = StoreIndexes(names, sum(sizes.values()), sizes)
+    return planner
+
+
+def test_an_indexed_search_looks_wider_the_more_its_index_holds() -> None:
+    planner = _planner({("a", 8): 5_000, ("b", 8): 20_000, ("c", 8): 50_000, ("d", 8): 90_000})
+    assert [planner.breadth(ns, 8, "namespace") for ns in "abcd"] == [200, 400, 1000, 1000]
+    assert _planner({("a", 8): 5_000}, hnsw_ef_search=300).breadth("a", 8, "namespace") == 300
+
+
+def test_an_index_larger_than_any_measured_is_not_used() -> None:
+    planner = _planner({("a", 8): 170_000, ("b", 8): 170_001, (EVERY_NAMESPACE, 8): 340_001})
+    assert planner.through("a", 8) == "namespace"
+    assert planner.through("b", 8) is None

@@ -277,7 +277,7 @@ def test_skewed_namespaces_hold_every_item_each_at_least_one(total: int, count: 
 
 
 async def test_items_answer_their_queries_exactly_and_embed_by_lookup() -> None:
-    from lib.items import bucket, bucket_labels, key, make_items
+    from lib.items import PREFIX, bucket, bucket_labels, key, make_items
 
     items = make_items(600, 20, 2, np.random.default_rng(1))
     puts = list(items.puts())
@@ -293,9 +293,18 @@ async def test_items_answer_their_queries_exactly_and_embed_by_lookup() -> None:
         assert top == [key(int(i)) for i in np.argsort(-(rows @ q.vector))[: len(top)]]
         assert await items.embed([q.text]) == [q.vector.tolist()]
     assert [bucket(n) for n in (1, 9, 10, 999, 1000, 50_000)] == [
-        "1-9", "1-9", "10-99", "100-999", "1,000+", "1,000+",
+        "1-9", "1-9", "10-99", "100-999", "1,000-9,999", "10,000+",
     ]  # fmt: skip
-    assert bucket_labels() == ["1-9", "10-99", "100-999", "1,000+"]
+    assert bucket_labels() == ["1-9", "10-99", "100-999", "1,000-9,999", "10,000+"]
+    wide = make_items(600, 20, 2, np.random.default_rng(1), large=[300], per_large=4, everywhere=3)
+    assert len(wide.namespaces) == 21 and int(wide.sizes[-1]) == 300
+    assert sum(q.namespace == 20 for q in wide.queries) == 4
+    everywhere = [q for q in wide.queries if q.namespace == PREFIX]
+    assert len(everywhere) == 3
+    nearest = wide.exact_top_everywhere(everywhere[0], 10)
+    sims = {(ns, key(i)): float(wide.rows(j)[i] @ everywhere[0].vector)
+            for j, ns in enumerate(wide.namespaces) for i in range(int(wide.sizes[j]))}  # fmt: skip
+    assert nearest == sorted(sims, key=lambda k: -sims[k])[:10]
 
 
 def _conversation(

@@ -24,6 +24,9 @@ def test_queries_file_loads_and_has_no_string_formatting() -> None:
         query("no_such_query")
 
 
-def test_migrations_are_numbered_from_one_without_gaps() -> None:
+def test_migrations_are_numbered_from_one_in_order() -> None:
+    """Numbers are unique and ascending from 1; a gap is a number reserved for parallel work
+    (0014 when 0015 landed), which `pending_migrations` applies whenever it lands: it compares
+    sets of versions, not the highest one."""
     versions = [m.version for m in load_migrations()]
-    assert versions == list(range(1, len(versions) + 1))
+    assert versions[0] == 1 and versions == sorted(set(versions))

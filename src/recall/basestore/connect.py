@@ -88,7 +88,12 @@ class RecallStoreConnector:
         index = await resolve_index(self._index, settings, bound)
         pool = await open_pool(database.url, max_size=settings.connection_pool_size)
         store = self._cls(
-            pool, index=index, ttl=self._ttl, search_mode=self._search_mode, database=database
+            pool,
+            index=index,
+            ttl=self._ttl,
+            search_mode=self._search_mode,
+            database=database,
+            settings=settings,
         )
         if self._ttl and self._ttl.get("sweep_interval_minutes"):
             await store.start_ttl_sweeper()

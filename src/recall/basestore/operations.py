@@ -7,6 +7,7 @@ identical texts in one batch are embedded once), and every query.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from psycopg import AsyncConnection
 
 from recall.basestore.indexing import IndexSpec, keyword_text
 from recall.basestore.namespaces import join, list_matching, literal_prefix, split
+from recall.basestore.planning import IndexPlanner
 from recall.config import RetrievalMode
 from recall.db.filters import compile_filter, json_text
 from recall.db.items import (
@@ -172,8 +174,11 @@ async def run_read(
     prepared: Prepared,
     index: IndexSpec | None,
     mode: RetrievalMode,
+    planner: IndexPlanner,
 ) -> Item | list[SearchItem] | list[tuple[str, ...]] | None:
-    """Run one read; a get or search with `refresh_ttl` pushes its items' expiry forward."""
+    """Run one read; a get or search with `refresh_ttl` pushes its items' expiry forward.
+    A semantic search goes through an HNSW index when `planner` says so, and tells it what
+    it searched (which may set off an index build in the background)."""
     if isinstance(op, GetOp):
         if not op.namespace:
             return None
@@ -182,7 +187,15 @@ async def run_read(
             await refresh_items(conn, [(r.ns, r.key) for r in rows])
         return _item(rows[0]) if rows else None
     if isinstance(op, SearchOp):
-        rows = await search_items(conn, _plan(position, op, prepared, index, mode))
+        plan = _plan(position, op, prepared, index, mode)
+        if plan.mode == "semantic" and (dims := plan.dims) is not None:
+            await planner.refresh(conn)
+            through = planner.through(plan.prefix, dims)
+            plan = dataclasses.replace(
+                plan, through=through, ef_search=planner.breadth(plan.prefix, dims, through)
+            )
+            planner.searched(plan.prefix, dims)
+        rows = await search_items(conn, plan)
         if op.refresh_ttl and rows:
             await refresh_items(conn, [(r.ns, r.key) for r in rows])
         return [

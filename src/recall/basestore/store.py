@@ -24,8 +24,9 @@ from langgraph.store.base import (
 from psycopg_pool import AsyncConnectionPool
 
 from recall.basestore.indexing import IndexSpec
-from recall.basestore.namespaces import validate_op
+from recall.basestore.namespaces import split, validate_op
 from recall.basestore.operations import prepare, run_read, run_writes
+from recall.basestore.planning import IndexPlanner
 from recall.config import RetrievalMode, Settings
 from recall.db.items import sweep_items
 from recall.errors import RecallError, StoreError
@@ -55,6 +56,8 @@ class RecallStore(BaseStore):
             "hybrid" (the project's fusion of both, 0-1).
         database: the database behind the pool (its embedded server, if any, is stopped on
             close by its owner).
+        settings: the index thresholds and HNSW parameters (`store_index_threshold`,
+            `store_wide_threshold`, `hnsw_*`; default: `Settings()`).
     """
 
     supports_ttl: bool = True
@@ -67,8 +70,10 @@ class RecallStore(BaseStore):
         ttl: TTLConfig | None = None,
         search_mode: RetrievalMode = "semantic",
         database: Database | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self._pool = pool
+        self._planner = IndexPlanner(pool, settings or Settings())
         self._index = index
         self.ttl_config = ttl
         self.index_config: IndexConfig | None = (
@@ -173,7 +178,7 @@ class RecallStore(BaseStore):
                     op = ops[position]
                     assert isinstance(op, GetOp | SearchOp | ListNamespacesOp)
                     results[position] = await run_read(
-                        conn, position, op, prepared, self._index, self.search_mode
+                        conn, position, op, prepared, self._index, self.search_mode, self._planner
                     )
                     position += 1
         except psycopg.Error as exc:
@@ -183,6 +188,27 @@ class RecallStore(BaseStore):
     async def setup(self) -> None:
         """Nothing to do: `connect` applies the migrations. Kept so that code written for
         LangGraph's `AsyncPostgresStore` (which needs `await store.setup()`) runs unchanged."""
+
+    async def build_indexes(self, *, every_namespace: bool = False) -> list[tuple[str, ...]]:
+        """Build now the HNSW index of every namespace with `store_index_threshold` vectors or
+        more that has none (searches do it in the background the first time they meet one);
+        with `every_namespace`, also the index over every namespace that serves wide prefixes.
+        Returns the namespaces indexed by this call (`()` for the index over every namespace).
+
+        Raises:
+            StoreError: the database failed, or the store has no index (nothing to build).
+        """
+        if self._index is None:
+            raise StoreError("this RecallStore embeds nothing: it has no vectors to index")
+        try:
+            built = await self._planner.build_due(self._index.dims, every=every_namespace)
+        except psycopg.Error as exc:
+            raise StoreError(f"building the store's indexes failed: {exc}") from exc
+        return [split(ns) if ns else () for ns in built]
+
+    async def wait_for_index_builds(self) -> None:
+        """Wait until the counts and index builds that searches set off have finished."""
+        await self._planner.wait()
 
     async def sweep_ttl(self) -> int:
         """Delete every expired item now; return how many were deleted.
@@ -239,6 +265,7 @@ class RecallStore(BaseStore):
     async def aclose(self) -> None:
         """Stop the sweeper and close the pool (the connector does this on leaving)."""
         await self.stop_ttl_sweeper()
+        await self._planner.close()
         await self._pool.close()
 
     def __repr__(self) -> str:

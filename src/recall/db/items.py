@@ -26,6 +26,7 @@ __all__ = [
     "delete_items",
     "get_items",
     "list_ns",
+    "prefix_size",
     "refresh_items",
     "search_items",
     "sweep_items",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 _VECTOR_TYPES = ["text", "text", "text", "int4", "vector"]
+_MAX_EF_SEARCH = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +56,10 @@ class SearchPlan:
 
     `mode` "recent" lists the newest first (no query or no index); "semantic" ranks by the
     best cosine of an item's vectors; "keyword" by BM25; "hybrid" by the fusion model's
-    relevance (`weights`: its intercept then its five weights).
+    relevance (`weights`: its intercept then its five weights). A semantic search may go
+    `through` an HNSW index (migration 0015): the prefix's own ("namespace": the prefix is a
+    namespace with an index; its children are still compared exactly) or the one over every
+    namespace ("every"), scanning `ef_search` wide; None: the exact scan.
     """
 
     prefix: str
@@ -66,6 +71,14 @@ class SearchPlan:
     dims: int | None = None
     words: Sequence[str] = ()
     weights: Sequence[float] = ()
+    through: Literal["namespace", "every"] | None = None
+    ef_search: int = 100
+
+    @property
+    def candidates(self) -> int:
+        """How many nearest vectors an indexed search re-checks: twice the rows the page
+        reaches, at least 40, at most the HNSW scan's breadth."""
+        return max(2 * (self.limit + self.offset), 40)
 
 
 def scope(prefix: str, alias: str) -> tuple[sql.Composable, dict[str, Any]]:
@@ -148,8 +161,63 @@ async def list_ns(conn: AsyncConnection[Any], prefix: str) -> list[str]:
     return [row[0] for row in await cur.fetchall()]
 
 
+async def prefix_size(conn: AsyncConnection[Any], prefix: str, cap: int) -> int:
+    """How many vectors (of any dimension) lie under `prefix`, counted up to `cap`."""
+    condition, params = scope(prefix, "v")
+    cur = await conn.execute(
+        _composed("store_prefix_size", vscope=condition), {**params, "cap": cap}, prepare=False
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _search_indexed(
+    conn: AsyncConnection[Any], plan: SearchPlan, dims: int
+) -> list[StoreItemRow]:
+    near, params = scope(plan.prefix, "v")
+    rest: sql.Composable = sql.SQL("FALSE")
+    if plan.through == "namespace":
+        near = sql.SQL("v.ns = %(ns)s")
+        rest = sql.SQL("(v.ns >= %(ns_lo)s AND v.ns < %(ns_hi)s)")
+    params = {
+        **params,
+        **plan.filter.params,
+        "query": plan.query,
+        "dims": dims,
+        "candidates": plan.candidates,
+        "limit": plan.limit,
+        "offset": plan.offset,
+    }
+    statement = _composed(
+        "store_search_indexed",
+        near=near,
+        rest=rest,
+        filter=plan.filter.condition,
+        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
+    )
+    cur = conn.cursor(row_factory=class_row(StoreItemRow))
+    async with conn.pipeline():  # the knobs and the search in one round trip
+        await conn.execute(
+            query("store_search_knobs"), {"ef_search": max(plan.ef_search, plan.candidates)}
+        )
+        # the index's predicate (ns, dims) must be seen as constants to be proven: a custom plan
+        await cur.execute(statement, params, prepare=False)
+    return await cur.fetchall()
+
+
 async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[StoreItemRow]:
-    """One page of items under `plan.prefix` that pass its filter, ranked as `plan.mode` says."""
+    """One page of items under `plan.prefix` that pass its filter, ranked as `plan.mode` says.
+
+    A search through an index that yields less than a full page (the filter or the TTL
+    rejected too much of what the scan found, or the prefix holds fewer items) is answered by
+    the exact scan instead, so no page comes back shorter than the exact scan's.
+    """
+    # pgvector's HNSW scan looks at most 1,000 wide: a deeper page is read by the exact scan
+    indexed = plan.through is not None and plan.candidates <= _MAX_EF_SEARCH
+    if plan.mode == "semantic" and indexed and plan.dims is not None:
+        rows = await _search_indexed(conn, plan, plan.dims)
+        if len(rows) >= plan.limit:
+            return rows
     items_scope, params = scope(plan.prefix, "i")
     params = {**params, **plan.filter.params, "limit": plan.limit, "offset": plan.offset}
     parts: dict[str, sql.Composable] = {"scope": items_scope, "filter": plan.filter.condition}

@@ -145,3 +145,91 @@ SELECT ns, key, value, created_at, updated_at,
 FROM fused
 ORDER BY score DESC NULLS LAST, updated_at DESC, ns, key
 LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: store_search_indexed
+-- Through an HNSW index (migration 0015; recall.db.storeindex): the nearest `candidates`
+-- vectors whose items are live and pass the filter, then every candidate's exact cosine, ranked
+-- as store_search_semantic ranks. {near} is the index's part of the prefix (the namespace
+-- itself, or the whole prefix for the index over every namespace), {rest} what that index does
+-- not hold (a namespace's children: compared exactly, all of them; FALSE otherwise), {vtype}
+-- the index's vector type (vector(<dims>)). The caller falls back to store_search_semantic when
+-- this returns less than a full page (an item counted once however many vectors it has).
+WITH near AS MATERIALIZED (
+    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
+    FROM recall.store_vectors AS v
+    JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
+    WHERE {near} AND v.dims = %(dims)s
+      AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+    ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
+    LIMIT %(candidates)s
+), rest AS MATERIALIZED (
+    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
+    FROM recall.store_vectors AS v
+    JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
+    WHERE {rest} AND v.dims = %(dims)s
+      AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+), scored AS (
+    SELECT ns, key, 1 - min(distance) AS score
+    FROM (SELECT * FROM near UNION ALL SELECT * FROM rest) AS c
+    GROUP BY ns, key
+), page AS (
+    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
+    FROM scored AS s
+    JOIN recall.store_items AS i ON i.ns = s.ns AND i.key = s.key
+    ORDER BY s.score DESC, i.updated_at DESC, i.ns, i.key
+    LIMIT %(limit)s OFFSET %(offset)s
+), boundary AS (
+    -- the farthest candidate, when the scan was cut at `candidates` (else it saw everything)
+    SELECT CASE WHEN count(*) >= %(candidates)s THEN 1 - max(distance) END AS score FROM near
+)
+-- A page whose last score does not beat the farthest candidate's may hold a tie that goes on
+-- past the candidates, which the index (in its own, physical order) cut: nothing is returned,
+-- and the caller's exact scan breaks the tie by date, namespace and key, as always.
+SELECT p.* FROM page AS p
+WHERE NOT EXISTS (
+    SELECT 1 FROM boundary AS b WHERE b.score IS NOT NULL AND (SELECT min(score) FROM page) <= b.score
+)
+ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
+
+-- name: store_search_knobs
+-- for the rest of the transaction: how far an HNSW scan looks, and that it goes on past that
+-- (in roughly nearest-first order) while the filter or the prefix rejects what it finds
+SELECT set_config('hnsw.ef_search', %(ef_search)s::text, true),
+       set_config('hnsw.iterative_scan', 'relaxed_order', true)
+
+-- name: store_prefix_size
+-- How many vectors lie under a prefix, counted up to %(cap)s (the plan needs no more).
+SELECT count(*) FROM (
+    SELECT 1 FROM recall.store_vectors AS v WHERE {vscope} LIMIT %(cap)s
+) AS under
+
+-- name: store_indexes
+-- the finished indexes (migration 0015), each with how many vectors it holds (an estimate,
+-- counted by the build and by every vacuum since)
+SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint
+FROM recall.store_indexes AS x
+LEFT JOIN pg_class AS c ON c.relname = x.index_name AND c.relnamespace = 'recall'::regnamespace
+ORDER BY x.ns, x.dims
+
+-- name: store_vector_estimate
+SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'recall.store_vectors'::regclass
+
+-- name: store_namespaces_due
+-- namespaces with at least %(threshold)s vectors of this dimension and no index of their own
+SELECT v.ns
+FROM recall.store_vectors AS v
+WHERE v.dims = %(dims)s
+  AND NOT EXISTS (
+      SELECT 1 FROM recall.store_indexes AS x WHERE x.ns = v.ns AND x.dims = %(dims)s
+  )
+GROUP BY v.ns
+HAVING count(*) >= %(threshold)s
+ORDER BY count(*) DESC, v.ns
+
+-- name: store_namespace_vectors
+SELECT count(*) FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s
+
+-- name: store_index_record
+INSERT INTO recall.store_indexes (ns, dims, index_name)
+VALUES (%(ns)s, %(dims)s, %(index_name)s)
+ON CONFLICT (ns, dims) DO UPDATE SET index_name = excluded.index_name, built_at = now()

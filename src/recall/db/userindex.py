@@ -18,7 +18,14 @@ from psycopg import AsyncConnection, sql
 
 from recall.db.sql import fetch_value, fetch_values, run
 
-__all__ = ["build_user_index", "drop_user_index", "index_name", "users_over_threshold"]
+__all__ = [
+    "build_user_index",
+    "drop_user_index",
+    "index_name",
+    "lock_index_builds",
+    "try_lock_index_builds",
+    "users_over_threshold",
+]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -39,14 +46,17 @@ async def _is_valid(conn: AsyncConnection[Any], name: str) -> bool | None:
     return None if valid is None else bool(valid)
 
 
-async def _try_lock(conn: AsyncConnection[Any]) -> bool:
+async def try_lock_index_builds(conn: AsyncConnection[Any]) -> bool:
+    """Take the one advisory lock of every HNSW build (user or store namespace) if free."""
     return bool(await fetch_value(conn, "try_lock_index_builds"))
 
 
-async def _lock_builds(conn: AsyncConnection[Any]) -> None:
+async def lock_index_builds(conn: AsyncConnection[Any]) -> None:
+    """Wait for the one advisory lock of every HNSW build (release: `unlock_index_builds`)."""
     # poll between statements: a session blocked inside pg_advisory_lock holds a snapshot, which
     # a running CREATE INDEX CONCURRENTLY waits for, and the two deadlock
-    while not await _try_lock(conn):  # noqa: ASYNC110 - the lock lives in PostgreSQL, no Event
+    # (noqa: the lock lives in PostgreSQL, there is no Event to wait on)
+    while not await try_lock_index_builds(conn):  # noqa: ASYNC110
         await asyncio.sleep(0.2)
 
 
@@ -58,7 +68,7 @@ async def _drop(conn: AsyncConnection[Any], name: str) -> None:
 
 async def drop_user_index(conn: AsyncConnection[Any], name: str) -> None:
     """Drop a user's index without blocking other users' reads (`conn` must be autocommit)."""
-    await _lock_builds(conn)
+    await lock_index_builds(conn)
     try:
         await _drop(conn, name)
     finally:
@@ -80,8 +90,8 @@ async def build_user_index(
     """
     name = index_name(user_id)
     if wait:
-        await _lock_builds(conn)
-    elif not await _try_lock(conn):
+        await lock_index_builds(conn)
+    elif not await try_lock_index_builds(conn):
         return None
     try:
         if await _is_valid(conn, name) is False:  # a build that died half-way leaves an invalid one

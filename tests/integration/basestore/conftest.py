@@ -3,6 +3,12 @@ namespace no other test uses, and deterministic embedders.
 
 Every module gets its own database (`module_url`); a test that needs an empty store (listing
 every namespace, searching the empty prefix, counting what a sweep deletes) takes `fresh_url`.
+
+Every test runs twice (`search_plan`): with the plans the store chooses (small namespaces: the
+exact scan), and with every semantic search sent through the indexed plan (migration 0015:
+a namespace's own HNSW index, or the one over every namespace for the empty prefix), the
+thresholds at 1 so that the indexes are really built in the background as searches meet
+namespaces. Both must give the same answers.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, SearchItem, TTLConfig
 
 from recall import RecallStore
+from recall.basestore.planning import IndexPlanner, Through
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
 
@@ -78,6 +85,20 @@ def cosine(embeddings: Embeddings, a: str, b: str) -> float:
 def keys(items: Sequence[SearchItem]) -> list[str]:
     """The keys of search results, in order."""
     return [item.key for item in items]
+
+
+def _always_indexed(planner: IndexPlanner, prefix: str, dims: int) -> Through:
+    return "namespace" if prefix else "every"
+
+
+@pytest.fixture(autouse=True, params=["chosen", "indexed"])
+def search_plan(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The store's own choice of plan, or the indexed plan for every semantic search."""
+    if request.param == "indexed":
+        monkeypatch.setenv("RECALL_STORE_INDEX_THRESHOLD", "1")
+        monkeypatch.setenv("RECALL_STORE_WIDE_THRESHOLD", "1")
+        monkeypatch.setattr(IndexPlanner, "through", _always_indexed)
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,211 @@
+"""Which plan a `RecallStore` semantic search takes, and the index builds that searches set off.
+
+Small namespaces are compared exactly (a scan of a few hundred vectors beats any index). A
+namespace with `store_index_threshold` vectors or more gets an HNSW index of its own; a prefix
+holding `store_wide_threshold` vectors or more, and a large share of the store, goes through
+the index over every namespace. Both indexes are built in the background the first time a
+search meets such a namespace or prefix (or at once by `RecallStore.build_indexes`), never on
+the write path. The plan is chosen from what this process knows (the finished indexes, read
+again every few seconds, and the size of each prefix searched, counted in the background every
+five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
+cosines and falls back to the exact scan whenever its page comes back short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal
+
+import psycopg
+import structlog
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from recall.config import Settings
+from recall.db.items import prefix_size
+from recall.db.rls import as_owner
+from recall.db.sql import fetch_value
+from recall.db.storeindex import (
+    EVERY_NAMESPACE,
+    StoreIndexes,
+    build_store_index,
+    namespaces_due,
+    read_store_indexes,
+)
+
+__all__ = ["IndexPlanner", "Through"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+Through = Literal["namespace", "every"] | None
+INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
+SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
+MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
+WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
+# How wide an indexed search looks (hnsw.ef_search), by the vectors its index holds: at least
+# MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
+# Measured on benchmarks/basestore.py's clustered vectors (docs/benchmarks.md): ef_search 100
+# left recall@10 at 0.989 for namespaces of 1,000-9,999 vectors, 0.958 at 20,000, 0.823 at
+# 50,000 and 0.814 for 170,000 under one prefix; 200, 400, 1,000 and 1,000 give 1.00, 0.998,
+# 0.998 and 1.00. An index larger than LARGEST_MEASURED is not used (the exact scan answers):
+# no recall was measured there, and the breadth cannot grow past 1,000.
+MIN_BREADTH = 200
+VECTORS_PER_EF = 50
+MAX_BREADTH = 1000
+LARGEST_MEASURED = 170_000
+
+
+class IndexPlanner:
+    """One store's view of its indexes and of the prefixes it searched, and its builds.
+
+    Args:
+        pool: the store's pool (autocommit connections: an index build needs one).
+        settings: thresholds (`store_index_threshold`, `store_wide_threshold`) and the HNSW
+            parameters (`hnsw_m`, `hnsw_ef_construction`, `hnsw_ef_search`).
+    """
+
+    def __init__(self, pool: AsyncConnectionPool, settings: Settings) -> None:
+        self._pool = pool
+        self.threshold = settings.store_index_threshold
+        self.wide = settings.store_wide_threshold
+        self.ef_search = settings.hnsw_ef_search
+        self._m = settings.hnsw_m
+        self._ef_construction = settings.hnsw_ef_construction
+        self._indexes = StoreIndexes({}, 0)
+        self._indexes_at = -INDEXES_TTL_S
+        self._sizes: dict[str, tuple[int, float]] = {}
+        self._queue: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
+        self._runner: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def refresh(self, conn: AsyncConnection[Any], *, force: bool = False) -> None:
+        """Read the finished indexes again when the last read is older than a few seconds."""
+        if force or time.monotonic() - self._indexes_at >= INDEXES_TTL_S:
+            self._indexes = await read_store_indexes(conn)
+            self._indexes_at = time.monotonic()
+
+    def through(self, prefix: str, dims: int) -> Through:
+        """The plan of a semantic search under `prefix` (None: the exact scan)."""
+        names = self._indexes.names
+        if prefix and (prefix, dims) in names and self._measured(prefix, dims):
+            return "namespace"
+        known = self._sizes.get(prefix)
+        if (
+            known is not None
+            and known[0] >= self.wide
+            and (EVERY_NAMESPACE, dims) in names
+            and self._measured(EVERY_NAMESPACE, dims)
+            and known[0] * WIDE_SHARE >= self._indexes.vectors
+        ):
+            return "every"
+        return None
+
+    def _measured(self, ns: str, dims: int) -> bool:
+        return self._indexes.sizes.get((ns, dims), 0) <= LARGEST_MEASURED
+
+    def breadth(self, prefix: str, dims: int, through: Through) -> int:
+        """How wide a search through `through` looks (hnsw.ef_search), by its index's size:
+        `hnsw_ef_search`, at least MIN_BREADTH, one more per VECTORS_PER_EF vectors."""
+        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        size = self._indexes.sizes.get((ns, dims), 0)
+        return min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
+
+    def searched(self, prefix: str, dims: int) -> None:
+        """Note a semantic search under `prefix`: count the prefix in the background when its
+        size is unknown or old, and build the index it deserves."""
+        known = self._sizes.get(prefix)
+        if known is None or time.monotonic() - known[1] >= SIZES_TTL_S:
+            self._spawn(f"size:{dims}:{prefix}", lambda: self._size(prefix, dims))
+
+    def _size_cap(self) -> int:
+        """How far a prefix is counted: as far as the thresholds and the wide plan's share
+        need to know."""
+        share = -(-self._indexes.vectors // WIDE_SHARE)
+        return max(self.threshold, self.wide, share)
+
+    def _spawn(self, key: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Queue `work` (once per `key`) for the one background runner: counts and builds go
+        one at a time, on one pooled connection, never crowding out the searches."""
+        if self._closed or key in self._queue:
+            return
+        self._queue[key] = work
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.get_running_loop().create_task(
+                self._run(), name="recall-store-indexing"
+            )
+
+    async def _run(self) -> None:
+        while self._queue:
+            key = next(iter(self._queue))
+            try:
+                await self._queue[key]()
+            finally:
+                self._queue.pop(key, None)
+
+    async def _size(self, prefix: str, dims: int) -> None:
+        try:
+            async with self._pool.connection() as conn:
+                size = await prefix_size(conn, prefix, self._size_cap())
+                own = 0
+                if prefix and size >= self.threshold and (prefix, dims) not in self._indexes.names:
+                    own = int(await fetch_value(
+                        conn, "store_namespace_vectors", {"ns": prefix, "dims": dims}
+                    ) or 0)  # fmt: skip
+        except psycopg.Error:
+            log.exception("store.index.size_failed")
+            return
+        if len(self._sizes) >= MAX_SIZES:
+            self._sizes.clear()
+        self._sizes[prefix] = (size, time.monotonic())
+        if own >= self.threshold:
+            self._spawn(f"build:{dims}:{prefix}", lambda: self._build(prefix, dims))
+        elif size >= self.wide and (EVERY_NAMESPACE, dims) not in self._indexes.names:
+            self._spawn(f"build:{dims}:", lambda: self._build(EVERY_NAMESPACE, dims))
+
+    async def _build(self, ns: str, dims: int) -> None:
+        try:
+            async with self._pool.connection() as conn, as_owner(conn):
+                await build_store_index(
+                    conn, ns, dims, m=self._m, ef_construction=self._ef_construction, wait=True
+                )
+                await self.refresh(conn, force=True)
+        except psycopg.Error:
+            log.exception("store.index.build_failed", every_namespace=not ns)
+
+    async def build_due(self, dims: int, *, every: bool) -> list[str]:
+        """Build now the index of every namespace at or over the threshold (and, with
+        `every`, the index over every namespace); return the namespaces (and '' for the
+        latter) indexed by this call.
+
+        Raises:
+            psycopg.Error: a build failed.
+        """
+        built: list[str] = []
+        async with self._pool.connection() as conn, as_owner(conn):
+            due = await namespaces_due(conn, dims, self.threshold)
+            if every and (EVERY_NAMESPACE, dims) not in (await read_store_indexes(conn)).names:
+                due.append(EVERY_NAMESPACE)
+            for ns in due:
+                name = await build_store_index(
+                    conn, ns, dims, m=self._m, ef_construction=self._ef_construction, wait=True
+                )
+                if name is not None:
+                    built.append(ns)
+            await self.refresh(conn, force=True)
+        return built
+
+    async def wait(self) -> None:
+        """Wait until the counts and builds queued in the background have finished."""
+        while self._runner is not None and not self._runner.done():
+            await asyncio.gather(self._runner, return_exceptions=True)
+
+    async def close(self) -> None:
+        """Start nothing new and cancel what runs (a build cut short leaves an invalid index,
+        which the next build drops and builds again)."""
+        self._closed = True
+        self._queue.clear()
+        if self._runner is not None:
+            self._runner.cancel()
+        await self.wait()

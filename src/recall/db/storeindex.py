@@ -1,0 +1,134 @@
+"""RecallStore's HNSW indexes (migration 0015): one per large namespace, one over every
+namespace for wide prefixes; which exist, which are due, and building them.
+
+A namespace's index is partial (`WHERE ns = '<namespace>' AND dims = <dims>`), so its scan
+returns that namespace's vectors only and loses nothing to a filter on other namespaces; the
+index over every namespace (`WHERE dims = <dims>`, recorded with ns '') serves prefixes that
+hold a large share of the store. Both index the expression `embedding::vector(<dims>)`
+(HNSW needs a fixed dimension; the column holds any). Builds share the advisory lock of the
+per-user builds (`recall.db.userindex`): two CREATE INDEX CONCURRENTLY on one table deadlock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+import structlog
+from psycopg import AsyncConnection, sql
+
+from recall.db.sql import fetch_value, fetch_values, query, run
+from recall.db.userindex import lock_index_builds, try_lock_index_builds
+
+__all__ = [
+    "EVERY_NAMESPACE",
+    "StoreIndexes",
+    "build_store_index",
+    "namespaces_due",
+    "read_store_indexes",
+    "store_index_name",
+]
+
+log = structlog.stdlib.get_logger(__name__)
+
+EVERY_NAMESPACE = ""
+"""The `ns` under which the index over every namespace is recorded (no namespace is empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreIndexes:
+    """The finished indexes, by (namespace or `EVERY_NAMESPACE`, dims), the table's
+    estimated number of vectors, and each index's (by the same keys as `names`)."""
+
+    names: dict[tuple[str, int], str]
+    vectors: int
+    sizes: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+def store_index_name(ns: str, dims: int) -> str:
+    """A stable, short index name for a namespace (or every namespace) at a dimension."""
+    if ns == EVERY_NAMESPACE:
+        return f"store_vectors_hnsw_all_{dims}"
+    digest = hashlib.sha256(f"{dims}:{ns}".encode()).hexdigest()[:24]
+    return f"store_vectors_hnsw_ns_{digest}"
+
+
+async def read_store_indexes(conn: AsyncConnection[Any]) -> StoreIndexes:
+    """Every finished index and its estimated size, and the estimated size of the vectors
+    table."""
+    cur = await conn.execute(query("store_indexes"))
+    rows = await cur.fetchall()
+    names = {(str(ns), int(dims)): str(name) for ns, dims, name, _ in rows}
+    sizes = {(str(ns), int(dims)): int(size or 0) for ns, dims, _, size in rows}
+    vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
+    return StoreIndexes(names, vectors, sizes)
+
+
+async def namespaces_due(conn: AsyncConnection[Any], dims: int, threshold: int) -> list[str]:
+    """Namespaces with at least `threshold` vectors of `dims` and no index, largest first."""
+    found: list[str] = await fetch_values(
+        conn, "store_namespaces_due", {"dims": dims, "threshold": threshold}
+    )
+    return found
+
+
+async def _is_valid(conn: AsyncConnection[Any], name: str) -> bool | None:
+    valid = await fetch_value(conn, "index_is_valid", {"index_name": name})
+    return None if valid is None else bool(valid)
+
+
+def _create(name: str, ns: str, dims: int, m: int, ef_construction: int) -> sql.Composed:
+    vtype = sql.SQL("vector({})").format(sql.Literal(dims))
+    where = sql.SQL("dims = {}").format(sql.Literal(dims))
+    if ns != EVERY_NAMESPACE:
+        where = sql.SQL("ns = {} AND ").format(sql.Literal(ns)) + where
+    return sql.SQL(
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON recall.store_vectors "
+        "USING hnsw ((embedding::{}) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
+        "WHERE {}"
+    ).format(sql.Identifier(name), vtype, sql.Literal(m), sql.Literal(ef_construction), where)
+
+
+async def build_store_index(
+    conn: AsyncConnection[Any],
+    ns: str,
+    dims: int,
+    *,
+    m: int,
+    ef_construction: int,
+    wait: bool,
+) -> str | None:
+    """Build the HNSW index of `ns` (or of every namespace: `EVERY_NAMESPACE`) at `dims`
+    concurrently, and record it; return its name.
+
+    With `wait=False` the call returns None at once when another build runs. `conn` must be
+    autocommit (CREATE INDEX CONCURRENTLY cannot run in a transaction); reads and writes of
+    every namespace go on meanwhile.
+
+    Raises:
+        psycopg.Error: the build failed (the store wraps it).
+    """
+    name = store_index_name(ns, dims)
+    if wait:
+        await lock_index_builds(conn)
+    elif not await try_lock_index_builds(conn):
+        return None
+    try:
+        if await _is_valid(conn, name) is False:  # a build that died half-way leaves an invalid one
+            await conn.execute(
+                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS recall.{}").format(sql.Identifier(name))
+            )
+        if await _is_valid(conn, name) is None:
+            await run(conn, "index_build_memory")
+            await conn.execute(_create(name, ns, dims, m, ef_construction))
+            await run(conn, "reset_index_build_memory")
+        await run(conn, "store_index_record", {"ns": ns, "dims": dims, "index_name": name})
+        log.info("db.store_index.built", index=name, dims=dims, every_namespace=not ns)
+        return name
+    except psycopg.Error:
+        log.exception("db.store_index.failed", index=name)
+        raise
+    finally:
+        await run(conn, "unlock_index_builds")
