@@ -3,7 +3,10 @@ candidate lists into one calibrated order (the hybrid mode)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from recall.memory import Memory, MemoryRow
+from recall.search.candidates import CandidateRow
 from recall.search.fusion import Candidate, FusionModel
 
 __all__ = [
@@ -19,8 +22,13 @@ def cosine(distance: float | None) -> float | None:
     return None if distance is None else max(0.0, min(1.0, 1.0 - float(distance)))
 
 
-def row_memory(row: MemoryRow, score: float | None = None) -> Memory:
-    """A result row as a `Memory` (similarity from its distance, `score` as given)."""
+def row_memory(
+    row: MemoryRow | CandidateRow,
+    score: float | None = None,
+    explanation: dict[str, Any] | None = None,
+) -> Memory:
+    """A result row (a search's or a second-stage candidate) as a `Memory` (similarity from its
+    distance, `score` and `explanation` as given)."""
     return Memory(
         id=str(row.id),
         user_message=row.user_message,
@@ -31,6 +39,7 @@ def row_memory(row: MemoryRow, score: float | None = None) -> Memory:
         metadata=row.metadata or {},
         kind=row.kind,
         score=score,
+        explanation=explanation,
     )
 
 

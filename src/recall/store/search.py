@@ -159,21 +159,8 @@ class Search(Maintenance):
             score = scored.scores[i]
             if score < threshold:
                 break
-            row = rows[i]
-            out.append(
-                Memory(
-                    id=str(row.id),
-                    user_message=row.user_message,
-                    ai_response=row.ai_response,
-                    similarity=cosine(row.distance),
-                    conversation_id=row.conversation_id,
-                    created_at=row.created_at,
-                    metadata=row.metadata or {},
-                    kind=row.kind,
-                    score=score,
-                    explanation=scored.explain(stage, i).as_dict() if explain else None,
-                )
-            )
+            why = scored.explain(stage, i).as_dict() if explain else None
+            out.append(row_memory(rows[i], score, why))
         return out
 
     async def candidates(
