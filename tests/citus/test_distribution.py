@@ -49,6 +49,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
     )
     assert [f[0] for f in functions] == [
         "recall.add_memory",
+        "recall.search_candidates",  # migration 0014
         "recall.search_exact",
         "recall.search_indexed",
         "recall.search_keyword",

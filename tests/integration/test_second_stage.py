@@ -116,6 +116,7 @@ async def fake_store(databases: Databases) -> AsyncIterator[MemoryStore]:
         yield store
 
 
+@pytest.mark.citus
 async def test_candidates_hold_both_sides_and_their_neighbours(
     fake_store: MemoryStore, user: str
 ) -> None:
@@ -137,6 +138,7 @@ async def test_candidates_hold_both_sides_and_their_neighbours(
     assert by_text.get(texts[0]) is None or by_text[texts[0]].prev_distance is None
 
 
+@pytest.mark.citus
 async def test_a_long_history_takes_bm25_over_its_nearest_memories(
     fake_store: MemoryStore, user: str
 ) -> None:
