@@ -1,35 +1,31 @@
--- The learned second stage's candidates in one call (issue 29, docs/decisions/0024-the-gate.md).
+-- The learned second stage's candidates in two calls (issue 29, docs/decisions/0024-the-gate.md).
 --
--- recall.search_candidates(user, query vector, tsquery, words, vector ids, k) returns the union
--- of the user's best k memories by BM25 (the same BM25 as recall.search_keyword) and the ids
--- the vector side already found (recall.search_exact or recall.search_indexed, called before
--- it), and for each what the second stage's features need and PostgreSQL already knows:
---   - its cosine distance to the query, its embedding, its BM25 (0 when it matches no word) and
---     its number of lexemes;
---   - which of the query's distinct terms it holds (`matched`, numbers into `term_df`);
---   - the same for the turn before and the turn after it in its conversation (created_at
---     order; the (user_id, conversation_id, created_at, id) index of migration 0003);
---   - the query's terms' document frequencies among the user's memories, their number and
---     mean length (the same on every row).
--- A term is a distinct lexeme of the query (a stop word has none). With `p_scope` (ids), BM25,
--- its document frequencies and the number of memories are taken over those memories only: the
--- store passes a large user's nearest memories (docs/retrieval.md), so the keyword side costs
--- the same however long their history. Like the other search functions it sets the row-level
--- security key itself, so it needs no transaction.
+-- recall.search_terms(user, tsquery, words, scope) needs no vector, so the store runs it while
+-- the query is being embedded: every memory of the user holding a query term, with its BM25
+-- (the same BM25 as recall.search_keyword) and which of the query's distinct terms it holds
+-- (`matched`, 1-based numbers into `term_df`); and one row without an id that carries the
+-- terms' document frequencies among the user's memories, their number and mean length. A term
+-- is a distinct lexeme of the query (a stop word has none). With `scope` (ids), all of it is
+-- taken over those memories only: the store passes a large user's nearest memories
+-- (docs/retrieval.md), so the keyword side costs the same however long their history.
+--
+-- recall.search_details(user, query vector, k, ids) returns the user's k nearest memories by
+-- cosine (exact, as recall.search_exact; none when k is 0) and the memories `ids` names (the
+-- best by BM25, or a large user's nearest found through their own index), each with its
+-- distance, embedding and number of lexemes, and the turn before and after it in its
+-- conversation (created_at order; the (user_id, conversation_id, created_at, id) index of
+-- migration 0003) with their distances.
+--
+-- Like the other search functions, both set the row-level security key themselves, so they
+-- need no transaction.
 
-CREATE TYPE recall.search_candidate AS (
-    id uuid, conversation_id text, user_message text, ai_response text,
-    created_at timestamptz, metadata jsonb, kind text, distance float8, bm25 float8,
-    embedding vector, doc_len integer, matched integer[],
-    prev_distance float8, prev_matched integer[], prev_doc_len integer, prev_bm25 float8,
-    next_distance float8, next_matched integer[], next_doc_len integer, next_bm25 float8,
-    term_df float8[], memories float8, avgdl float8
+CREATE TYPE recall.search_term_hit AS (
+    id uuid, bm25 float8, matched integer[], term_df float8[], memories float8, avgdl float8
 );
 
-CREATE FUNCTION recall.search_candidates(
-    p_user_id text, p_query vector, p_tsquery text, p_words text[], p_vector_ids uuid[],
-    p_limit integer, p_scope uuid[]
-) RETURNS SETOF recall.search_candidate LANGUAGE plpgsql AS $$
+CREATE FUNCTION recall.search_terms(
+    p_user_id text, p_tsquery text, p_words text[], p_scope uuid[]
+) RETURNS SETOF recall.search_term_hit LANGUAGE plpgsql AS $$
 DECLARE
     previous text := recall.swap_user_key(p_user_id);
 BEGIN
@@ -75,94 +71,120 @@ BEGIN
         SELECT t.term_no, count(h.id)::float8 AS df
         FROM terms AS t LEFT JOIN hits AS h USING (term_no)
         GROUP BY t.term_no
-    ), scored AS MATERIALIZED (
-        SELECT hits.id,
-               sum(
-                   hits.boost * ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
-                   * 2.2 / (1 + 1.2 * (0.25 + 0.75 * hits.doc_len / q.avgdl))
-               ) AS bm25,
-               array_agg(hits.term_no ORDER BY hits.term_no) AS matched
-        FROM hits JOIN df USING (term_no) CROSS JOIN q
-        GROUP BY hits.id
-    ), best AS (
-        SELECT s.id FROM scored AS s ORDER BY s.bm25 DESC, s.id LIMIT p_limit
+    )
+    SELECT NULL::uuid, NULL::float8, NULL::integer[],
+           (SELECT coalesce(array_agg(df.df ORDER BY df.term_no), '{}'::float8[]) FROM df),
+           q.n, q.avgdl
+    FROM q
+    UNION ALL
+    SELECT hits.id,
+           sum(
+               hits.boost * ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
+               * 2.2 / (1 + 1.2 * (0.25 + 0.75 * hits.doc_len / q.avgdl))
+           ),
+           array_agg(hits.term_no ORDER BY hits.term_no),
+           NULL::float8[], NULL::float8, NULL::float8
+    FROM hits JOIN df USING (term_no) CROSS JOIN q
+    GROUP BY hits.id;
+    PERFORM recall.swap_user_key(previous);
+END;
+$$;
+
+CREATE TYPE recall.search_detail AS (
+    id uuid, conversation_id text, user_message text, ai_response text,
+    created_at timestamptz, metadata jsonb, kind text, distance float8, embedding vector,
+    doc_len integer, prev_id uuid, prev_distance float8, next_id uuid, next_distance float8
+);
+
+CREATE FUNCTION recall.search_details(
+    p_user_id text, p_query vector, p_limit integer, p_ids uuid[]
+) RETURNS SETOF recall.search_detail LANGUAGE plpgsql AS $$
+DECLARE
+    previous text := recall.swap_user_key(p_user_id);
+BEGIN
+    RETURN QUERY
+    WITH scored AS MATERIALIZED (
+        -- the exact plan of decision 0001, when asked for: every row of the user scored
+        SELECT s.id, s.embedding <=> p_query AS distance
+        FROM recall.memories AS s
+        WHERE p_limit > 0 AND s.user_id = p_user_id
+    ), nearest AS (
+        SELECT b.id FROM scored AS b ORDER BY b.distance, b.id LIMIT greatest(p_limit, 0)
     ), picked AS (
-        SELECT best.id FROM best
+        SELECT nearest.id FROM nearest
         UNION
-        SELECT v.id FROM unnest(coalesce(p_vector_ids, '{}'::uuid[])) AS v(id)
-    ), stats AS (
-        SELECT coalesce(array_agg(df.df ORDER BY df.term_no), '{}'::float8[]) AS term_df
-        FROM df
+        SELECT v.id FROM unnest(coalesce(p_ids, '{}'::uuid[])) AS v(id)
     )
     SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
-           m.kind, m.embedding <=> p_query AS distance, coalesce(s.bm25, 0.0), m.embedding,
-           m.doc_len, coalesce(s.matched, '{}'::integer[]),
-           pv.distance, coalesce(ps.matched, '{}'::integer[]), pv.doc_len, coalesce(ps.bm25, 0.0),
-           nx.distance, coalesce(ns.matched, '{}'::integer[]), nx.doc_len, coalesce(ns.bm25, 0.0),
-           stats.term_df, q.n, q.avgdl
+           m.kind, m.embedding <=> p_query, m.embedding, m.doc_len,
+           pv.id, pv.distance, nx.id, nx.distance
     FROM picked
     JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = picked.id
-    CROSS JOIN q CROSS JOIN stats
-    LEFT JOIN scored AS s ON s.id = m.id
     LEFT JOIN LATERAL (
-        SELECT b.id, b.embedding <=> p_query AS distance, b.doc_len
+        SELECT b.id, b.embedding <=> p_query AS distance
         FROM recall.memories AS b
         WHERE b.user_id = p_user_id AND b.conversation_id = m.conversation_id
           AND (b.created_at, b.id) < (m.created_at, m.id)
         ORDER BY b.created_at DESC, b.id DESC
         LIMIT 1
     ) AS pv ON true
-    LEFT JOIN scored AS ps ON ps.id = pv.id
     LEFT JOIN LATERAL (
-        SELECT a.id, a.embedding <=> p_query AS distance, a.doc_len
+        SELECT a.id, a.embedding <=> p_query AS distance
         FROM recall.memories AS a
         WHERE a.user_id = p_user_id AND a.conversation_id = m.conversation_id
           AND (a.created_at, a.id) > (m.created_at, m.id)
         ORDER BY a.created_at, a.id
         LIMIT 1
-    ) AS nx ON true
-    LEFT JOIN scored AS ns ON ns.id = nx.id
-    ORDER BY m.id;
+    ) AS nx ON true;
     PERFORM recall.swap_user_key(previous);
 END;
 $$;
 
-ALTER FUNCTION recall.search_candidates(text, vector, text, text[], uuid[], integer, uuid[])
+ALTER FUNCTION recall.search_terms(text, text, text[], uuid[])
+    SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION recall.search_details(text, vector, integer, uuid[])
     SET plan_cache_mode = force_generic_plan;
 
 DO $$
 BEGIN
     IF to_regrole('recall_app') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION recall.search_terms(text, text, text[], uuid[]) TO recall_app;
         GRANT EXECUTE ON FUNCTION
-            recall.search_candidates(text, vector, text, text[], uuid[], integer, uuid[]) TO recall_app;
+            recall.search_details(text, vector, integer, uuid[]) TO recall_app;
     END IF;
 END
 $$;
 
--- On a Citus coordinator the function runs on the user's worker, like the other per-user
--- functions (migration 0013): recall.distribute() now also distributes it, colocated with the
+-- On a Citus coordinator both run on the user's worker, like the other per-user functions
+-- (migration 0013): recall.distribute() now also distributes them, colocated with the
 -- memories, once they are distributed. 0013's body is kept as it is, under another name.
 ALTER FUNCTION recall.distribute() RENAME TO distribute_0013;
 
 CREATE FUNCTION recall.distribute() RETURNS integer LANGUAGE plpgsql AS $fn$
 DECLARE
     distributed integer := recall.distribute_0013();
-    f constant text := 'recall.search_candidates(text, vector, text, text[], uuid[], integer, uuid[])';
+    f text;
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
-       AND EXISTS (
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
+       OR NOT EXISTS (
            SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'recall.memories'::regclass
-       )
-       AND NOT EXISTS (
-           SELECT 1 FROM pg_dist_object
-           WHERE classid = 'pg_proc'::regclass AND objid = f::regprocedure
-             AND distribution_argument_index IS NOT NULL
        ) THEN
-        ALTER FUNCTION recall.search_candidates(text, vector, text, text[], uuid[], integer, uuid[])
-            SET plan_cache_mode = force_custom_plan;
-        PERFORM create_distributed_function(
-            f::regprocedure, 'p_user_id', colocate_with => 'recall.memories');
+        RETURN distributed;
     END IF;
+    FOREACH f IN ARRAY ARRAY[
+        'recall.search_terms(text, text, text[], uuid[])',
+        'recall.search_details(text, vector, integer, uuid[])'
+    ] LOOP
+        IF NOT EXISTS (
+            SELECT 1 FROM pg_dist_object
+            WHERE classid = 'pg_proc'::regclass AND objid = f::regprocedure
+              AND distribution_argument_index IS NOT NULL
+        ) THEN
+            EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan', f);
+            PERFORM create_distributed_function(
+                f::regprocedure, 'p_user_id', colocate_with => 'recall.memories');
+        END IF;
+    END LOOP;
     RETURN distributed;
 END;
 $fn$;

@@ -49,10 +49,11 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
     )
     assert [f[0] for f in functions] == [
         "recall.add_memory",
-        "recall.search_candidates",  # migration 0014
+        "recall.search_details",  # migration 0014
         "recall.search_exact",
         "recall.search_indexed",
         "recall.search_keyword",
+        "recall.search_terms",  # migration 0014
     ]
 
 

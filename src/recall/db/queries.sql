@@ -153,14 +153,18 @@ SELECT * FROM recall.search_keyword(
     %(user_id)s, %(tsquery)s, %(words)s, %(query)s, %(limit)s, %(conversation_id)s
 );
 
--- name: search_candidates
--- The learned second stage's candidates (migration 0014): the user's best %(limit)s memories by
--- BM25 and the %(vector_ids)s the vector side found, each with its embedding, the query terms it
--- and its conversation neighbours hold, and the terms' document frequencies; one call that sets
--- the row-level security key itself. %(scope)s: NULL, or the ids BM25 is taken over.
-SELECT * FROM recall.search_candidates(
-    %(user_id)s, %(query)s, %(tsquery)s, %(words)s, %(vector_ids)s, %(limit)s, %(scope)s
-);
+-- name: search_terms
+-- The second stage's keyword side (migration 0014): every memory of the user (of %(scope)s when
+-- given) holding a query term, its BM25 and the terms it holds, and one row without an id with
+-- the terms' document frequencies; no vector, so it runs while the query is embedded. One call
+-- that sets the row-level security key itself.
+SELECT * FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, %(scope)s);
+
+-- name: search_details
+-- The second stage's vector side (migration 0014): the user's %(limit)s nearest memories
+-- (exact; none for 0) and %(ids)s, each with its distance, embedding and conversation
+-- neighbours. One call that sets the row-level security key itself.
+SELECT * FROM recall.search_details(%(user_id)s, %(query)s, %(limit)s, %(ids)s);
 
 -- name: recent
 SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,

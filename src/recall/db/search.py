@@ -11,10 +11,10 @@ from psycopg import AsyncConnection
 from recall.db.sql import fetch_all
 from recall.embeddings import Vector
 from recall.memory import MemoryRow
-from recall.search.candidates import CandidateRow
+from recall.search.candidates import DetailRow, TermRow
 from recall.search.keywords import KeywordQuery
 
-__all__ = ["candidate_rows", "keyword_rows", "vector_rows"]
+__all__ = ["detail_rows", "keyword_rows", "term_rows", "vector_rows"]
 
 
 async def vector_rows(
@@ -63,26 +63,34 @@ async def keyword_rows(
     return await fetch_all(conn, "search_keyword", params, MemoryRow)
 
 
-async def candidate_rows(
+async def term_rows(
+    conn: AsyncConnection[Any],
+    *,
+    user_id: str,
+    keywords: KeywordQuery,
+    scope: list[UUID] | None = None,
+) -> list[TermRow]:
+    """The second stage's keyword side (migration 0014): every memory of the user (of `scope`
+    when given) holding a query term, and one row of the terms' statistics (id None)."""
+    params = {
+        "user_id": user_id,
+        "tsquery": None if keywords.empty else keywords.tsquery,
+        "words": keywords.words,
+        "scope": scope,
+    }
+    return await fetch_all(conn, "search_terms", params, TermRow)
+
+
+async def detail_rows(
     conn: AsyncConnection[Any],
     *,
     user_id: str,
     vector: Vector,
-    keywords: KeywordQuery,
-    vector_ids: list[UUID],
     limit: int,
-    scope: list[UUID] | None = None,
-) -> list[CandidateRow]:
-    """The second stage's candidates: the user's best `limit` memories by BM25 (among `scope`
-    when given) and `vector_ids`, with what its features need (migration 0014), in id order."""
-    params = {
-        "user_id": user_id,
-        "query": vector,
-        "tsquery": None if keywords.empty else keywords.tsquery,
-        "words": keywords.words,
-        "vector_ids": vector_ids,
-        "limit": limit,
-        "scope": scope,
-    }
+    ids: list[UUID],
+) -> list[DetailRow]:
+    """The second stage's vector side (migration 0014): the user's `limit` nearest memories
+    (exact) and `ids`, with their vectors and conversation neighbours."""
+    params = {"user_id": user_id, "query": vector, "limit": limit, "ids": ids}
     # binary: each candidate's vector arrives as floats, not as text to parse (~3 ms a search)
-    return await fetch_all(conn, "search_candidates", params, CandidateRow, binary=True)
+    return await fetch_all(conn, "search_details", params, DetailRow, binary=True)

@@ -1,5 +1,6 @@
-"""What the learned second stage knows of one candidate memory: a row of
-`recall.search_candidates` (migration 0014)."""
+"""What the learned second stage knows of one candidate memory (`CandidateRow`), put together
+from the two calls of migration 0014: `recall.search_terms` (`TermRow`: the keyword side, no
+vector) and `recall.search_details` (`DetailRow`: the vector side and the neighbours)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,47 @@ from uuid import UUID
 
 import numpy as np
 
-__all__ = ["CandidateRow", "vector_of"]
+__all__ = ["CandidateRow", "DetailRow", "TermRow", "assemble", "vector_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class TermRow:
+    """A row of `recall.search_terms`: a memory holding a query term (its BM25 and the terms'
+    numbers, 1-based), or, with `id` None, the query terms' document frequencies, the number of
+    memories they were counted over and their mean length."""
+
+    id: UUID | None
+    bm25: float | None
+    matched: list[int] | None
+    term_df: list[float] | None
+    memories: float | None
+    avgdl: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class DetailRow:
+    """A row of `recall.search_details`: a memory with its distance to the query, its vector,
+    its number of lexemes, and the turns before and after it in its conversation."""
+
+    id: UUID
+    conversation_id: str | None
+    user_message: str
+    ai_response: str
+    created_at: datetime
+    metadata: dict[str, Any]
+    kind: str
+    distance: float
+    embedding: Any
+    doc_len: int
+    prev_id: UUID | None
+    prev_distance: float | None
+    next_id: UUID | None
+    next_distance: float | None
 
 
 @dataclass(frozen=True, slots=True)
 class CandidateRow:
-    """One candidate of a search, as `recall.search_candidates` returns it.
+    """One candidate of a search, as the second stage sees it (`assemble`).
 
     Attributes:
         id, conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
@@ -24,8 +60,8 @@ class CandidateRow:
         embedding: its stored vector.
         doc_len: its number of lexemes.
         matched: the query terms it holds, as numbers (1-based) into `term_df`.
-        prev_*, next_*: the same for the turn before and after it in its conversation (None
-            and empty where there is none).
+        prev_*, next_*: the distance, terms and BM25 of the turn before and after it in its
+            conversation (None, empty and 0 where there is none).
         term_df: each query term's number of memories of the user holding it.
         memories: the user's number of memories.
         avgdl: their mean number of lexemes.
@@ -45,11 +81,9 @@ class CandidateRow:
     matched: list[int]
     prev_distance: float | None
     prev_matched: list[int]
-    prev_doc_len: int | None
     prev_bm25: float
     next_distance: float | None
     next_matched: list[int]
-    next_doc_len: int | None
     next_bm25: float
     term_df: list[float]
     memories: float
@@ -62,3 +96,48 @@ def vector_of(row: CandidateRow) -> np.ndarray[Any, Any]:
     value = row.embedding
     array = value.to_numpy() if hasattr(value, "to_numpy") else value
     return np.asarray(array, dtype=np.float64)
+
+
+def assemble(terms: list[TermRow], details: list[DetailRow]) -> list[CandidateRow]:
+    """The candidates: each detail row with its own and its neighbours' BM25 and terms from the
+    keyword side (0 and none where they hold no query term), and the query's statistics."""
+    stats = next((t for t in terms if t.id is None), None)
+    hits = {t.id: t for t in terms if t.id is not None}
+    term_df = list(stats.term_df or []) if stats else []
+    memories = float(stats.memories or 0.0) if stats else 0.0
+    avgdl = float(stats.avgdl or 1.0) if stats else 1.0
+
+    def bm25(key: UUID | None) -> float:
+        hit = hits.get(key) if key is not None else None
+        return float(hit.bm25 or 0.0) if hit else 0.0
+
+    def matched(key: UUID | None) -> list[int]:
+        hit = hits.get(key) if key is not None else None
+        return list(hit.matched or []) if hit else []
+
+    return [
+        CandidateRow(
+            id=d.id,
+            conversation_id=d.conversation_id,
+            user_message=d.user_message,
+            ai_response=d.ai_response,
+            created_at=d.created_at,
+            metadata=d.metadata,
+            kind=d.kind,
+            distance=d.distance,
+            bm25=bm25(d.id),
+            embedding=d.embedding,
+            doc_len=d.doc_len,
+            matched=matched(d.id),
+            prev_distance=d.prev_distance,
+            prev_matched=matched(d.prev_id),
+            prev_bm25=bm25(d.prev_id),
+            next_distance=d.next_distance,
+            next_matched=matched(d.next_id),
+            next_bm25=bm25(d.next_id),
+            term_df=term_df,
+            memories=memories,
+            avgdl=avgdl,
+        )
+        for d in details
+    ]

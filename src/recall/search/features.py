@@ -1,6 +1,6 @@
 """The learned second stage's features (docs/retrieval.md, decision 0024).
 
-Two kinds, both computed from `recall.search_candidates` rows and the query alone:
+Two kinds, both computed from the candidates (`recall.search.candidates`) and the query alone:
 
 - per candidate (`RANK_FEATURES`), what the ranker orders by: its cosine; its BM25 normalised by
   the query (over the idf of the query's terms, so it means the same for any user) and the share
@@ -131,7 +131,7 @@ class QueryFacts:
 
 
 def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
-    """The query's terms' idf (BM25's, as recall.search_candidates computes it) and coverage."""
+    """The query's terms' idf (BM25's, as recall.search_terms computes it) and coverage."""
     if not rows:
         return QueryFacts((), 0.0, 0.0, 0.0, False)
     n = max(rows[0].memories, 1.0)

@@ -239,7 +239,7 @@ class SecondStage:
         Args:
             query_text: the message.
             query_vector: its embedding (the same model as `embedding_model`).
-            rows: the candidates (`recall.search_candidates`, echoes left out).
+            rows: the candidates (`MemoryStore.candidates`, echoes left out).
             vector_order: the vector side's candidates as indexes into `rows`, best first.
         """
         facts = query_facts(query_text, rows)

@@ -4,20 +4,20 @@ HNSW index; cached per user), and keyword search by BM25."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import numpy as np
 from psycopg import AsyncConnection
 
 from recall.db.memories import user_plan
-from recall.db.search import candidate_rows, keyword_rows, vector_rows
+from recall.db.search import detail_rows, keyword_rows, term_rows, vector_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, MemoryRow, clean_id, clean_text
-from recall.search.candidates import CandidateRow
+from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble
 from recall.search.echo import is_unanswered
-from recall.search.keywords import keywords_from_text, parse_keywords
+from recall.search.keywords import KeywordQuery, keywords_from_text, parse_keywords
 from recall.search.modes import MODES, Mode
 from recall.search.ranking import cosine, fuse, row_memory
 from recall.search.second_stage import SecondStage
@@ -36,9 +36,21 @@ SCOPE_FROM = 2000
 SCOPE = 300
 
 
-def _answered(rows: list[MemoryRow]) -> list[MemoryRow]:
+Row = TypeVar("Row", MemoryRow, DetailRow, CandidateRow)
+
+
+def _answered(rows: list[Row]) -> list[Row]:
     """The rows that are not a question left unanswered (recall.search.echo)."""
     return [r for r in rows if not is_unanswered(r.user_message, r.ai_response)]
+
+
+def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
+    """The ids of the best `k` memories by BM25, and a few more: questions left unanswered
+    leave afterwards (`_pick`)."""
+    hits = sorted(
+        (t for t in terms if t.id is not None), key=lambda t: (-(t.bm25 or 0.0), str(t.id))
+    )
+    return [t.id for t in hits[: k + ECHO_SLACK] if t.id is not None]
 
 
 def _pick(found: list[CandidateRow], near: list[UUID], k: int) -> list[CandidateRow]:
@@ -105,11 +117,17 @@ class Search(Maintenance):
         mode = self.settings.retrieval_mode if mode is None else mode
         if mode not in MODES:
             raise InvalidInputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
-        vector = (
-            self.embedder.check_vector(query_vector)
-            if query_vector is not None
-            else await self.embedder.embed_query(text)
-        )
+        terms: list[TermRow] | None = None
+        if query_vector is not None:
+            vector = self.embedder.check_vector(query_vector)
+        elif mode == "hybrid" and self._overlaps(uid):
+            # the keyword side needs no vector: it runs while the query is being embedded
+            vector, terms = await asyncio.gather(
+                self.embedder.embed_query(text),
+                self._terms(uid, keywords_from_text(text), None),
+            )
+        else:
+            vector = await self.embedder.embed_query(text)
         # a few more rows than asked for: echoes of the query are dropped (recall.search.echo)
         fetch = limit + ECHO_SLACK
         if mode == "keyword":
@@ -121,7 +139,7 @@ class Search(Maintenance):
             return [row_memory(r, score=cosine(r.distance)) for r in rows[:limit]]
         if self.second_stage is not None:
             return await self._second_stage(
-                self.second_stage, uid, text, vector, limit, threshold, explain=explain
+                self.second_stage, uid, text, vector, limit, threshold, explain=explain, terms=terms
             )
         pool_size = max(limit, self.settings.hybrid_candidates)
 
@@ -147,10 +165,11 @@ class Search(Maintenance):
         threshold: float,
         *,
         explain: bool,
+        terms: list[TermRow] | None,
     ) -> list[Memory]:
-        """The default ranking: the best memories by cosine (the user's plan), then one call for
-        those and the best by BM25 with what the features need, scored and gated in Python."""
-        rows, near = await self.candidates(uid, text, vector, max(stage.candidates, limit))
+        """The default ranking: the candidates (`candidates`), scored and gated in Python."""
+        k = max(stage.candidates, limit)
+        rows, near = await self.candidates(uid, text, vector, k, terms=terms)
         if not rows:
             return []
         scored = stage.score(text, np.asarray(vector, dtype=np.float64), rows, near)
@@ -164,7 +183,13 @@ class Search(Maintenance):
         return out
 
     async def candidates(
-        self, user_id: str, query_text: str, query_vector: Vector, k: int
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Vector,
+        k: int,
+        *,
+        terms: list[TermRow] | None = None,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query: the user's best `k` memories by cosine
         (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
@@ -172,33 +197,58 @@ class Search(Maintenance):
         side's order as indexes into them (best first). For
         `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served.
 
+        Args:
+            terms: the keyword side (`recall.search_terms` over all the user's memories),
+                when `search` fetched it while the query was being embedded.
+
         Raises:
             StoreError.
         """
-        plan = self._plans.get(user_id)
-        wide = plan is not None and plan.memories > SCOPE_FROM
-        near = await self._vector_search(
-            user_id, query_vector, SCOPE if wide else k + ECHO_SLACK, 2.0
-        )
-        plan = self._plans.get(user_id)
-        if not wide and plan is not None and plan.memories > SCOPE_FROM:  # learnt just now
-            wide = True
-            near = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
-        scope = [r.id for r in near] if wide else None
-        near = _answered(near)[:k]
-        async with self._conn("search", read=True, reader=user_id) as conn:
-            found = await candidate_rows(
-                conn,
-                user_id=user_id,
-                vector=query_vector,
-                keywords=keywords_from_text(query_text),
-                vector_ids=[r.id for r in near],
-                limit=k + ECHO_SLACK,
-                scope=scope,
+        plan = await self._plan_of(user_id)
+        keywords = keywords_from_text(query_text)
+        if plan.memories > SCOPE_FROM:  # BM25 over the nearest: the vector side first
+            nearest = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
+            terms = await self._terms(user_id, keywords, [r.id for r in nearest])
+            near = [r.id for r in _answered(nearest)[:k]]
+            details = await self._details(user_id, query_vector, 0, near + _best_by_bm25(terms, k))
+        else:
+            if terms is None:
+                terms = await self._terms(user_id, keywords, None)
+            details = await self._details(
+                user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k)
             )
-        rows = _pick(found, [r.id for r in near], k)
+            # the exact nearest, as recall.search_exact orders them
+            ordered = sorted(details, key=lambda d: (d.distance, str(d.id)))[: k + ECHO_SLACK]
+            near = [r.id for r in _answered(ordered)[:k]]
+        rows = _pick(assemble(terms, details), near, k)
         position = {r.id: i for i, r in enumerate(rows)}
-        return rows, [position[r.id] for r in near if r.id in position]
+        return rows, [position[i] for i in near if i in position]
+
+    def _overlaps(self, user_id: str) -> bool:
+        """Whether the keyword side can run while the query is embedded: the default mode has
+        a second stage and the user is known to hold no more than `SCOPE_FROM` memories."""
+        plan = self._plans.get(user_id)
+        return self.second_stage is not None and plan is not None and plan.memories <= SCOPE_FROM
+
+    async def _plan_of(self, user_id: str) -> Plan:
+        cached = self._plans.get(user_id)
+        if cached is not None:
+            return cached
+        async with self._conn("search", read=True, user=user_id) as conn:
+            return await self._plan(conn, user_id)
+
+    async def _terms(
+        self, user_id: str, keywords: KeywordQuery, scope: list[UUID] | None
+    ) -> list[TermRow]:
+        # recall.search_terms sets the row-level security key itself: no transaction
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            return await term_rows(conn, user_id=user_id, keywords=keywords, scope=scope)
+
+    async def _details(
+        self, user_id: str, vector: Vector, limit: int, ids: list[UUID]
+    ) -> list[DetailRow]:
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            return await detail_rows(conn, user_id=user_id, vector=vector, limit=limit, ids=ids)
 
     async def keyword_search(
         self,
