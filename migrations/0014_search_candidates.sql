@@ -78,10 +78,11 @@ BEGIN
     FROM q
     UNION ALL
     SELECT hits.id,
-           sum(
+           -- rounded: a tie stays a tie whatever order the terms are summed in (see 0016)
+           round(sum(
                hits.boost * ln(1 + (q.n - df.df + 0.5) / (df.df + 0.5))
                * 2.2 / (1 + 1.2 * (0.25 + 0.75 * hits.doc_len / q.avgdl))
-           ),
+           )::numeric, 9)::float8,
            array_agg(hits.term_no ORDER BY hits.term_no),
            NULL::float8[], NULL::float8, NULL::float8
     FROM hits JOIN df USING (term_no) CROSS JOIN q
@@ -165,10 +166,13 @@ DECLARE
     distributed integer := recall.distribute_0013();
     f text;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')
-       OR NOT EXISTS (
-           SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'recall.memories'::regclass
-       ) THEN
+    -- pg_dist_partition exists only with citus: asked in a statement of its own
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RETURN distributed;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'recall.memories'::regclass
+    ) THEN
         RETURN distributed;
     END IF;
     FOREACH f IN ARRAY ARRAY[

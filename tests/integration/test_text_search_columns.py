@@ -93,3 +93,15 @@ async def test_updates_recompute_them_and_they_cannot_be_set_by_hand(
         assert await cur.fetchone() == (True, False)
     finally:
         await conn.close()
+
+
+async def test_equal_bm25_is_an_exact_tie_broken_by_id(store: MemoryStore, user: str) -> None:
+    # the same terms and length (the "!"s are no lexemes): the same BM25 to the last digit,
+    # whatever order the terms were summed in (migration 0016), so the id alone orders them
+    await store.add_turns(
+        {"user_id": user, "user_message": "alpha beta gamma delta" + "!" * i, "ai_response": "ok"}
+        for i in range(6)
+    )
+    found = await store.search(user, "alpha beta gamma delta", limit=6, mode="keyword")
+    assert len(found) == 6 and len({m.score for m in found}) == 1
+    assert [m.id for m in found] == sorted(m.id for m in found)
