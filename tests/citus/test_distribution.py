@@ -55,6 +55,19 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         "recall.search_keyword",
         "recall.search_terms",  # migration 0014
     ]
+    # migration 0017 reached the workers too: each runs these calls with its owner's rights
+    # and a pinned search_path, and only recall_app (and the owner) may call them
+    workers = await _rows(
+        database_url,
+        b"SELECT success, result FROM run_command_on_workers($$"
+        b" SELECT count(*) FILTER (WHERE prosecdef"
+        b"   AND proconfig::text LIKE '%%search_path=pg_catalog, %%'"
+        b"   AND NOT EXISTS (SELECT 1 FROM aclexplode(proacl) AS a WHERE a.grantee = 0))"
+        b" FROM pg_proc WHERE pronamespace = 'recall'::regnamespace"
+        b" AND proname IN ('add_memory', 'search_details', 'search_exact', 'search_indexed',"
+        b" 'search_keyword', 'search_terms')$$)",
+    )
+    assert workers and all(w == (True, "6") for w in workers), workers
 
 
 async def test_migrating_again_changes_nothing(store: MemoryStore, database_url: str) -> None:

@@ -67,3 +67,59 @@ async def test_the_policy_reads_the_key_once_per_query(store: MemoryStore, user:
     filters = [line for line in plan.splitlines() if "Filter:" in line]
     assert "InitPlan" in plan
     assert filters and not any("current_setting" in line for line in filters), plan
+
+
+PER_USER_CALLS = {
+    "add_memory",
+    "search_details",
+    "search_exact",
+    "search_indexed",
+    "search_keyword",
+    "search_terms",
+}
+
+
+async def test_the_per_user_calls_run_as_their_owner_and_only_the_app_role_may_call_them(
+    store: MemoryStore,
+) -> None:
+    """Migration 0017 (decision 0025): their reads do not depend on where the key reached."""
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(
+            b"SELECT p.proname, p.prosecdef, p.proconfig,"
+            b" has_function_privilege('recall_app', p.oid, 'EXECUTE'),"
+            b" EXISTS (SELECT 1 FROM aclexplode(p.proacl) AS a"
+            b"         WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')"
+            b" FROM pg_proc AS p WHERE p.pronamespace = 'recall'::regnamespace"
+            b" AND p.proname = ANY(%s)",
+            (sorted(PER_USER_CALLS),),
+        )
+        rows = await cur.fetchall()
+    assert {r[0] for r in rows} == PER_USER_CALLS
+    for name, definer, config, app_may, public_may in rows:
+        assert definer, name
+        paths = [c for c in config or [] if c.startswith("search_path=")]
+        assert (
+            paths
+            and paths[0].startswith("search_path=pg_catalog, ")
+            and paths[0].endswith(", pg_temp")
+        ), (name, config)
+        assert app_may and not public_may, name
+
+
+async def test_a_per_user_call_reads_the_named_user_only_and_leaves_the_callers_key(
+    store: MemoryStore, user: str
+) -> None:
+    """Owner's rights change no result: a search names its user and sees that user's rows,
+    and the caller's own scope is as it was after the call."""
+    other = user + "-other"
+    await store.add_turn(user, "mine: the blue door", "ok")
+    await store.add_turn(other, "theirs: the red door", "ok")
+    vector = str([float(x) for x in await store.embedder.embed_query("door")])
+    async with store.connection(user) as conn:
+        cur = await conn.execute(
+            b"SELECT user_message FROM recall.search_exact(%s, %s::vector, 2.0, 10)",
+            (other, vector),
+        )
+        assert [r[0] for r in await cur.fetchall()] == ["theirs: the red door"]
+        cur = await conn.execute(b"SELECT DISTINCT user_id FROM recall.memories")
+        assert {r[0] for r in await cur.fetchall()} == {user}
