@@ -18,6 +18,7 @@ from recall.search.candidates import CandidateRow
 from recall.search.features import (
     GATE_FEATURES,
     RANK_FEATURES,
+    _has_time,
     gate_features,
     query_facts,
     rank_features,
@@ -203,3 +204,23 @@ def test_the_shipped_stage_is_for_bge_small_and_none_for_other_models() -> None:
     assert shipped.source["command"].startswith("python benchmarks/fit_second_stage.py")
     assert second_stage_for("all-MiniLM-L6-v2") is None
     assert second_stage_for("fake-hash-64") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("We went hiking last weekend", True),
+        ("In MAY we moved", True),
+        ("It was 2023 then", True),
+        ("1,000 people came", True),  # "1" is a number of its own
+        ("I got 5th place", False),  # "5th" is not a number
+        ("the weekly meeting", False),  # not a listed word
+        ("a week_end", False),  # one word of word characters
+        ("Yesterday!", True),
+        ("", False),
+        ("caf\u00e9 \u0663\u0664", True),  # Unicode decimal digits are a number, as \d was
+        ("x\u00b2", False),  # a superscript two is a digit but not decimal
+    ],
+)
+def test_a_word_of_time_or_a_number_makes_a_text_temporal(text: str, expected: bool) -> None:
+    assert _has_time(text) is expected

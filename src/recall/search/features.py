@@ -95,18 +95,17 @@ GATE_FEATURES = (
 )
 _COL = {name: i for i, name in enumerate(RANK_FEATURES)}
 _MONTHS = "january february march april may june july august september october november december"
-# a word of time or a number: what a memory that answers "when" usually holds
-_TEMPORAL = re.compile(
-    r"\b(?:"
-    + "|".join(
-        (
-            _MONTHS + " yesterday today tomorrow ago last next week weekend month year weeks "
-            "months years recently since soon tonight morning evening"
-        ).split()
-    )
-    + r")\b|\b\d+\b",
-    re.IGNORECASE,
+# a word of time or a number: what a memory that answers "when" usually holds. A text's words
+# (maximal runs of word characters) are checked against a set, not a regular expression of
+# alternatives searched at every position: the same answer (a listed word, case aside, or a
+# word of decimal digits only), about four times faster on the candidates of a search.
+_TEMPORAL_WORDS = frozenset(
+    (
+        _MONTHS + " yesterday today tomorrow ago last next week weekend month year weeks "
+        "months years recently since soon tonight morning evening"
+    ).split()
 )
+_WORDS = re.compile(r"\w+")
 _NO_LOGIT = -10.0  # the ranker logit of a missing second or third candidate
 
 
@@ -152,8 +151,13 @@ def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
     return sum(facts.idf[t - 1] for t in matched if 0 < t <= len(facts.idf)) / facts.idf_sum
 
 
+def _has_time(text: str) -> bool:
+    """Whether `text` holds a word of time (`_TEMPORAL_WORDS`) or a number."""
+    return any(w in _TEMPORAL_WORDS or w.isdecimal() for w in _WORDS.findall(text.lower()))
+
+
 def _temporal(row: CandidateRow) -> bool:
-    return bool(_TEMPORAL.search(row.user_message) or _TEMPORAL.search(row.ai_response))
+    return _has_time(row.user_message) or _has_time(row.ai_response)
 
 
 def _session(row: CandidateRow) -> object:

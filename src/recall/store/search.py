@@ -4,6 +4,7 @@ HNSW index; cached per user), and keyword search by BM25."""
 from __future__ import annotations
 
 import asyncio
+from itertools import islice
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -53,14 +54,24 @@ def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
     return [t.id for t in hits[: k + ECHO_SLACK] if t.id is not None]
 
 
-def _pick(found: list[CandidateRow], near: list[UUID], k: int) -> list[CandidateRow]:
-    """The second stage's candidates: the vector side's, and the best `k` by BM25 once the
-    questions left unanswered are out (the SQL brings a few more for that)."""
-    wanted = set(near)
-    answered = [r for r in found if not is_unanswered(r.user_message, r.ai_response)]
-    by_bm25 = sorted((r for r in answered if r.bm25 > 0), key=lambda r: (-r.bm25, str(r.id)))
-    wanted.update(r.id for r in by_bm25[:k])
-    return [r for r in answered if r.id in wanted]
+def _unanswered_ids(rows: list[DetailRow]) -> set[UUID]:
+    """The ids of the rows that are a question left unanswered, each row judged once."""
+    return {r.id for r in rows if is_unanswered(r.user_message, r.ai_response)}
+
+
+def _pick(
+    terms: list[TermRow], details: list[DetailRow], near: list[UUID], k: int, unanswered: set[UUID]
+) -> list[DetailRow]:
+    """The second stage's candidates, in `details`' order: the vector side's (`near`), and the
+    best `k` by BM25 once the questions left unanswered (`unanswered`, their ids) are out (the
+    SQL brings a few more for that). Picked before they are assembled, so that only they are."""
+    bm25 = {t.id: t.bm25 or 0.0 for t in terms if t.id is not None}
+    answered = [d for d in details if d.id not in unanswered]
+    by_bm25 = sorted(
+        (d for d in answered if bm25.get(d.id, 0.0) > 0), key=lambda d: (-bm25[d.id], str(d.id))
+    )
+    wanted = set(near) | {d.id for d in by_bm25[:k]}
+    return [d for d in answered if d.id in wanted]
 
 
 class Search(Maintenance):
@@ -209,18 +220,22 @@ class Search(Maintenance):
         if plan.memories > SCOPE_FROM:  # BM25 over the nearest: the vector side first
             nearest = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
             terms = await self._terms(user_id, keywords, [r.id for r in nearest])
-            near = [r.id for r in _answered(nearest)[:k]]
+            # the first k answered ones (judged until k are found, not all SCOPE of them)
+            answered = (r.id for r in nearest if not is_unanswered(r.user_message, r.ai_response))
+            near = list(islice(answered, k))
             details = await self._details(user_id, query_vector, 0, near + _best_by_bm25(terms, k))
+            unanswered = _unanswered_ids(details)
         else:
             if terms is None:
                 terms = await self._terms(user_id, keywords, None)
             details = await self._details(
                 user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k)
             )
+            unanswered = _unanswered_ids(details)
             # the exact nearest, as recall.search_exact orders them
             ordered = sorted(details, key=lambda d: (d.distance, str(d.id)))[: k + ECHO_SLACK]
-            near = [r.id for r in _answered(ordered)[:k]]
-        rows = _pick(assemble(terms, details), near, k)
+            near = [r.id for r in ordered if r.id not in unanswered][:k]
+        rows = assemble(terms, _pick(terms, details, near, k, unanswered))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in near if i in position]
 
