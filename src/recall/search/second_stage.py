@@ -252,7 +252,7 @@ class SecondStage:
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
         capped = intent + self.intent_offset
         gate = min(match, capped)
-        order = sorted(range(len(rows)), key=lambda i: (-float(logits[i]), str(rows[i].id)))
+        order = sorted(range(len(rows)), key=lambda i: (-float(logits[i]), rows[i].id))
         best = float(logits[order[0]]) if order else 0.0
         scores = [_sigmoid(gate + self.slope * (float(z) - best)) for z in logits]
         return Scored(order, scores, np.asarray(logits), gate, match, capped, x, prod, gx)

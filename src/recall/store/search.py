@@ -47,10 +47,9 @@ def _answered(rows: list[Row]) -> list[Row]:
 
 def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
     """The ids of the best `k` memories by BM25, and a few more: questions left unanswered
-    leave afterwards (`_pick`)."""
-    hits = sorted(
-        (t for t in terms if t.id is not None), key=lambda t: (-(t.bm25 or 0.0), str(t.id))
-    )
+    leave afterwards (`_pick`). Ties go by id: UUIDs compare as their text does, and as
+    PostgreSQL orders them."""
+    hits = sorted((t for t in terms if t.id is not None), key=lambda t: (-(t.bm25 or 0.0), t.id))
     return [t.id for t in hits[: k + ECHO_SLACK] if t.id is not None]
 
 
@@ -68,7 +67,7 @@ def _pick(
     bm25 = {t.id: t.bm25 or 0.0 for t in terms if t.id is not None}
     answered = [d for d in details if d.id not in unanswered]
     by_bm25 = sorted(
-        (d for d in answered if bm25.get(d.id, 0.0) > 0), key=lambda d: (-bm25[d.id], str(d.id))
+        (d for d in answered if bm25.get(d.id, 0.0) > 0), key=lambda d: (-bm25[d.id], d.id)
     )
     wanted = set(near) | {d.id for d in by_bm25[:k]}
     return [d for d in answered if d.id in wanted]
@@ -233,7 +232,7 @@ class Search(Maintenance):
             )
             unanswered = _unanswered_ids(details)
             # the exact nearest, as recall.search_exact orders them
-            ordered = sorted(details, key=lambda d: (d.distance, str(d.id)))[: k + ECHO_SLACK]
+            ordered = sorted(details, key=lambda d: (d.distance, d.id))[: k + ECHO_SLACK]
             near = [r.id for r in ordered if r.id not in unanswered][:k]
         rows = assemble(terms, _pick(terms, details, near, k, unanswered))
         position = {r.id: i for i, r in enumerate(rows)}
