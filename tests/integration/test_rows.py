@@ -1,11 +1,12 @@
-"""Every statement that returns rows names its columns as the fields of its row type, so
-`recall.db.sql.fetch_all` builds typed rows by name, never by position."""
+"""Every statement that returns rows names its columns as the fields of its row type, in
+order, so `recall.db.sql.fetch_all` builds typed rows by name (and, the order being the same,
+by position, which is faster) and never puts a value in another field."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from recall.db.rows import (
     UserPlan,
     VectorExtension,
 )
-from recall.db.sql import query
+from recall.db.sql import _row_factory, query
 from recall.memory import MemoryRow, make_turn
 from recall.store import MemoryStore
 
@@ -136,3 +137,35 @@ def test_every_row_type_is_frozen_and_slotted() -> None:
     for _name, row, _params in CASES:
         assert row.__dataclass_params__.frozen, row
         assert "__slots__" in vars(row), row
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    a: int
+    b: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Keyed:
+    a: int
+    b: str = field(kw_only=True)
+
+
+@pytest.mark.parametrize(
+    ("statement", "row", "expected"),
+    [
+        # the columns in field order: built by position
+        (b"SELECT 1 AS a, 'x' AS b", _Pair, _Pair(a=1, b="x")),
+        # in another order: by name
+        (b"SELECT 'x' AS b, 1 AS a", _Pair, _Pair(a=1, b="x")),
+        # a keyword-only field: by name
+        (b"SELECT 1 AS a, 'x' AS b", _Keyed, _Keyed(1, b="x")),
+    ],
+)
+async def test_rows_are_the_same_by_position_as_by_name(
+    store: MemoryStore, statement: bytes, row: type[Any], expected: Any
+) -> None:
+    async with store.pool.connection() as conn:
+        cur = conn.cursor(row_factory=_row_factory(row))
+        await cur.execute(statement)
+        assert await cur.fetchall() == [expected]

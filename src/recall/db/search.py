@@ -78,7 +78,8 @@ async def term_rows(
         "words": keywords.words,
         "scope": scope,
     }
-    return await fetch_all(conn, "search_terms", params, TermRow)
+    # binary: its arrays and floats arrive without parsing their text
+    return await fetch_all(conn, "search_terms", params, TermRow, binary=True)
 
 
 async def detail_rows(

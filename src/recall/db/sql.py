@@ -4,14 +4,15 @@ few helpers that run one and return its rows as typed objects, never tuples."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
 
 from psycopg import AsyncConnection
-from psycopg.rows import class_row, scalar_row
+from psycopg.rows import BaseRowFactory, class_row, scalar_row
 
 __all__ = ["fetch_all", "fetch_one", "fetch_value", "fetch_values", "parse_blocks", "query", "run"]
 
@@ -68,13 +69,31 @@ async def run(conn: AsyncConnection[Any], name: str, params: Params = None) -> i
     return cur.rowcount
 
 
+def _row_factory(row: type[T]) -> BaseRowFactory[T]:
+    """Rows as `row` objects by column name (psycopg's `class_row`), built positionally when
+    the columns are `row`'s dataclass fields in their order: the same objects, without a
+    keyword dictionary per row (about a fifth of the decoding time of a search's candidates)."""
+    by_name = class_row(row)
+    declared = dataclasses.fields(row) if dataclasses.is_dataclass(row) else None
+    positional = declared is not None and all(f.init and not f.kw_only for f in declared)
+    fields = tuple(f.name for f in declared) if declared is not None and positional else None
+
+    def factory(cursor: Any) -> Callable[[Sequence[Any]], T]:
+        names = tuple(c.name for c in cursor.description or ())
+        if fields is not None and names == fields:
+            return lambda values: row(*values)
+        return by_name(cursor)
+
+    return factory
+
+
 async def fetch_all(
     conn: AsyncConnection[Any], name: str, params: Params, row: type[T], *, binary: bool = False
 ) -> list[T]:
     """Run the block `name` and return its rows as `row` objects, built from the column names
     (so a block's columns are named as `row`'s fields). `binary`: results in PostgreSQL's
     binary format (vectors arrive without parsing their text)."""
-    cur = conn.cursor(row_factory=class_row(row), binary=binary)
+    cur = conn.cursor(row_factory=_row_factory(row), binary=binary)
     await cur.execute(query(name), params)
     return await cur.fetchall()
 
@@ -83,7 +102,7 @@ async def fetch_one(
     conn: AsyncConnection[Any], name: str, params: Params, row: type[T]
 ) -> T | None:
     """Run the block `name` and return its first row as a `row` object, or None."""
-    cur = conn.cursor(row_factory=class_row(row))
+    cur = conn.cursor(row_factory=_row_factory(row))
     await cur.execute(query(name), params)
     return await cur.fetchone()
 
