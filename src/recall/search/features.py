@@ -176,72 +176,89 @@ def rank_features(
 ) -> np.ndarray:
     """The `RANK_FEATURES` of each candidate (one row each, in `rows`' order).
 
+    Per-candidate values are gathered in one pass, then set a column at a time: each is the
+    same floating-point operation as on one value, so the features are bit for bit those of
+    a candidate-by-candidate computation, at a fraction of its cost.
+
     Args:
         facts: `query_facts` of the query.
         rows: the candidates.
         vector_order: the candidates of the vector side, as indexes into `rows`, best first.
         k: how many of each list count as ranked (the candidates per side).
     """
-    x = np.zeros((len(rows), len(RANK_FEATURES)))
+    n = len(rows)
+    x = np.zeros((n, len(RANK_FEATURES)))
     if not rows:
         return x
     cos = np.array([_cos(r.distance) for r in rows])
-    bm25 = np.array([r.bm25 for r in rows])
+    bm25 = np.array([r.bm25 for r in rows], dtype=np.float64)
     idf_sum = facts.idf_sum
     n_terms = max(len(facts.idf), 1)
-    vector_rank = {i: rank for rank, i in enumerate(vector_order[:k])}
-    by_bm25 = sorted((i for i in range(len(rows)) if bm25[i] > 0), key=lambda i: -bm25[i])
-    keyword_rank = {i: rank for rank, i in enumerate(by_bm25[:k])}
+    by_bm25 = sorted((i for i in range(n) if bm25[i] > 0), key=lambda i: -bm25[i])
+    rank_cos = np.zeros(n)
+    for rank, i in enumerate(vector_order[:k]):
+        rank_cos[i] = 1.0 / (1 + rank)
+    rank_bm25 = np.zeros(n)
+    for rank, i in enumerate(by_bm25[:k]):
+        rank_bm25[i] = 1.0 / (1 + rank)
     best_cos = float(cos[vector_order[0]]) if vector_order else float(cos.max())
     best_bm25 = float(bm25.max())
-    shares = [_share(facts, r.matched) for r in rows]
+    shares = np.array([_share(facts, r.matched) for r in rows])
     sessions: dict[object, list[int]] = {}
     for i, r in enumerate(rows):
         sessions.setdefault(_session(r), []).append(i)
-    times = [r.created_at for r in rows]
-    first, last = min(times), max(times)
-    span = (last - first).total_seconds()
+    first = min(r.created_at for r in rows)
+    span = (max(r.created_at for r in rows) - first).total_seconds()
+    nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency = ([0.0] * n for _ in range(7))
     for i, r in enumerate(rows):
-        f = x[i]
-        f[_COL["cos"]] = cos[i]
-        f[_COL["bm25_qnorm"]] = bm25[i] / idf_sum if idf_sum > 0 else 0.0
-        f[_COL["idf_frac"]] = shares[i]
-        f[_COL["term_frac"]] = len(r.matched) / n_terms
-        f[_COL["bm25_sat"]] = bm25[i] / (bm25[i] + 5.0)
-        f[_COL["q_when"]] = float(facts.asks_when)
-        temporal = float(_temporal(r))
-        f[_COL["cand_temporal"]] = temporal
-        f[_COL["when_x_temporal"]] = temporal * float(facts.asks_when)
-        f[_COL["log_len"]] = math.log1p(r.doc_len)
-        neighbours = [
-            (d, m, b)
-            for d, m, b in (
+        # the best of the turns before and after it (a cosine may be negative)
+        near = [
+            (distance, matched, near_bm25)
+            for distance, matched, near_bm25 in (
                 (r.prev_distance, r.prev_matched, r.prev_bm25),
                 (r.next_distance, r.next_matched, r.next_bm25),
             )
-            if d is not None
+            if distance is not None
         ]
-        f[_COL["nb_cos"]] = max((_cos(d) for d, _m, _b in neighbours), default=0.0)
-        f[_COL["nb_idf_frac"]] = max((_share(facts, m) for _d, m, _b in neighbours), default=0.0)
-        f[_COL["nb_bm"]] = (
-            max((b for _d, _m, b in neighbours), default=0.0) / idf_sum if idf_sum > 0 else 0.0
-        )
+        if near:
+            nb_cos[i] = max(_cos(d) for d, _m, _b in near)
+            nb_share[i] = max(_share(facts, m) for _d, m, _b in near)
+            nb_bm[i] = max(b for _d, _m, b in near)
         same = sessions[_session(r)]
-        others = sorted((cos[j] for j in same), reverse=True)
-        f[_COL["sess_cos"]] = others[1] if len(others) > 1 else 0.0
-        f[_COL["sess_n"]] = len(same) / len(rows)
-        f[_COL["sess_idf"]] = max(shares[j] for j in same)
-        f[_COL["recency"]] = (r.created_at - first).total_seconds() / span if span > 0 else 1.0
-        f[_COL["is_question"]] = float(is_question(r.user_message))
-        f[_COL["rank_cos"]] = 1.0 / (1 + vector_rank[i]) if i in vector_rank else 0.0
-        f[_COL["rank_bm25"]] = 1.0 / (1 + keyword_rank[i]) if i in keyword_rank else 0.0
-        f[_COL["cos_gap"]] = best_cos - cos[i]
-        f[_COL["bm25_rel"]] = bm25[i] / best_bm25 if best_bm25 > 0 else 0.0
-        f[_COL["cos_x_idf_frac"]] = cos[i] * shares[i]
-        f[_COL["cos_x_nb_cos"]] = cos[i] * f[_COL["nb_cos"]]
-        f[_COL["rank_product"]] = f[_COL["rank_cos"]] * f[_COL["rank_bm25"]]
-        f[_COL["cos_squared"]] = cos[i] ** 2
-        f[_COL["cos_x_sess_idf"]] = cos[i] * f[_COL["sess_idf"]]
+        if len(same) > 1:
+            sess_cos[i] = sorted((cos[j] for j in same), reverse=True)[1]
+        sess_n[i] = len(same) / n
+        sess_idf[i] = max(shares[j] for j in same)
+        recency[i] = (r.created_at - first).total_seconds() / span if span > 0 else 1.0
+    temporal = np.array([float(_temporal(r)) for r in rows])
+    asks_when = float(facts.asks_when)
+    col = _COL
+    x[:, col["cos"]] = cos
+    x[:, col["bm25_qnorm"]] = bm25 / idf_sum if idf_sum > 0 else 0.0
+    x[:, col["idf_frac"]] = shares
+    x[:, col["term_frac"]] = [len(r.matched) / n_terms for r in rows]
+    x[:, col["bm25_sat"]] = bm25 / (bm25 + 5.0)
+    x[:, col["q_when"]] = asks_when
+    x[:, col["cand_temporal"]] = temporal
+    x[:, col["when_x_temporal"]] = temporal * asks_when
+    x[:, col["log_len"]] = [math.log1p(r.doc_len) for r in rows]
+    x[:, col["nb_cos"]] = nb_cos
+    x[:, col["nb_idf_frac"]] = nb_share
+    x[:, col["nb_bm"]] = np.array(nb_bm) / idf_sum if idf_sum > 0 else 0.0
+    x[:, col["sess_cos"]] = sess_cos
+    x[:, col["sess_n"]] = sess_n
+    x[:, col["sess_idf"]] = sess_idf
+    x[:, col["recency"]] = recency
+    x[:, col["is_question"]] = [float(is_question(r.user_message)) for r in rows]
+    x[:, col["rank_cos"]] = rank_cos
+    x[:, col["rank_bm25"]] = rank_bm25
+    x[:, col["cos_gap"]] = best_cos - cos
+    x[:, col["bm25_rel"]] = bm25 / best_bm25 if best_bm25 > 0 else 0.0
+    x[:, col["cos_x_idf_frac"]] = cos * shares
+    x[:, col["cos_x_nb_cos"]] = cos * x[:, col["nb_cos"]]
+    x[:, col["rank_product"]] = rank_cos * rank_bm25
+    x[:, col["cos_squared"]] = [c**2 for c in cos.tolist()]  # pow(), as for one value
+    x[:, col["cos_x_sess_idf"]] = cos * x[:, col["sess_idf"]]
     return x
 
 
