@@ -169,6 +169,18 @@ async def test_recall_auto_migrate(env: pytest.MonkeyPatch, databases: Databases
         await open_store()
 
 
+async def test_recall_auto_migrate_holds_for_recall_store_too(
+    env: pytest.MonkeyPatch, databases: Databases
+) -> None:
+    """Both stores open their database one way (recall.db.opening): RecallStore migrated
+    whatever the setting said."""
+    env.setenv("RECALL_DATABASE_URL", await databases.create("recall_nomigrate_basestore"))
+    env.setenv("RECALL_AUTO_MIGRATE", "false")
+    with pytest.raises(MigrationError, match="recall migrate"):
+        async with RecallStore.connect():
+            pass
+
+
 async def test_recall_connection_pool_size(env: pytest.MonkeyPatch) -> None:
     env.setenv("RECALL_CONNECTION_POOL_SIZE", "3")
     async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:

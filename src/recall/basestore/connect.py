@@ -7,16 +7,16 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 import structlog
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from recall.basestore.indexing import resolve_index
 from recall.basestore.operations import is_minutes
 from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
-from recall.db.migrate import apply_migrations, bound_model
-from recall.db.pool import connect_once, locate_database, open_pool
-from recall.errors import ConfigError, StoreError
+from recall.db.migrate import bound_model
+from recall.db.opening import open_database
+from recall.db.pool import open_pool
+from recall.errors import ConfigError
 
 if TYPE_CHECKING:
     from recall.basestore.store import RecallStore
@@ -60,11 +60,13 @@ class RecallStoreConnector:
         self._store: RecallStore | None = None
 
     async def open(self) -> RecallStore:
-        """Reach (or start) the database, migrate it, resolve the index, open the pool.
+        """Reach (or start) the database, migrate it (`recall.db.opening`), resolve the index,
+        open the pool.
 
         Raises:
             ConfigError: a bad `index`, `ttl` or `search_mode`.
-            StoreError, MigrationError: the database could not be reached or migrated.
+            StoreError, MigrationError: the database could not be reached or migrated, or it
+                needs migrations and `auto_migrate` is off.
             EmbeddingError: the model failed when asked for its dimension.
         """
         if self._search_mode not in RETRIEVAL_MODES:
@@ -74,17 +76,9 @@ class RecallStoreConnector:
         settings = self._settings or Settings.from_env()
         if self._database_url is not None:
             settings = dataclasses.replace(settings, database_url=self._database_url)
-        database = await locate_database(settings)
-        conn = await connect_once(database.url)
-        try:
-            await apply_migrations(conn)
-            # an index that leaves `embed` out, with no model configured: the model the
-            # memories are bound to, so both stores of one database embed alike
-            bound = await bound_model(conn)
-        except psycopg.Error as exc:
-            raise StoreError(f"database set-up failed: {exc}") from exc
-        finally:
-            await conn.close()
+        # an index that leaves `embed` out, with no model configured: the model the memories
+        # are bound to, so both stores of one database embed alike
+        database, bound = await open_database(settings, bound_model)
         index = await resolve_index(self._index, settings, bound)
         pool = await open_pool(database.url, max_size=settings.connection_pool_size)
         store = self._cls(

@@ -98,7 +98,8 @@ class RecallStore(BaseStore):
         """Open a store: use as `async with RecallStore.connect(...) as store:`.
 
         It starts the embedded PostgreSQL when no URL is given (nor `RECALL_DATABASE_URL`),
-        applies the project's migrations (there is no separate set-up step), and, when `ttl`
+        applies the project's migrations (there is no separate set-up step; with
+        `RECALL_AUTO_MIGRATE=false` it refuses to open while some are pending), and, when `ttl`
         has `sweep_interval_minutes`, runs the sweeper until the block ends.
 
         Args:

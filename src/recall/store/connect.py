@@ -6,20 +6,15 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 import structlog
 from langchain_core.embeddings import Embeddings
+from psycopg import AsyncConnection
 
 from recall.config import Settings
-from recall.db.migrate import (
-    apply_migrations,
-    bind_embedding_space,
-    bound_model,
-    pending_migrations,
-)
-from recall.db.pool import connect_once, locate_database, open_pool
-from recall.embeddings import configured_embeddings, embedder_for
-from recall.errors import MigrationError, StoreError
+from recall.db.migrate import bind_embedding_space, bound_model
+from recall.db.opening import open_database
+from recall.db.pool import open_pool
+from recall.embeddings import Embedder, configured_embeddings, embedder_for
 from recall.search.second_stage import SecondStage
 
 if TYPE_CHECKING:
@@ -58,24 +53,16 @@ class StoreConnector:
         embeddings = self._embeddings
         if embeddings is None and settings.embedding_model is not None:
             embeddings = configured_embeddings(settings)  # a bad setting fails before the database
-        database = await locate_database(settings)
-        conn = await connect_once(database.url)
-        try:
-            if settings.auto_migrate:
-                await apply_migrations(conn)
-            elif pending := await pending_migrations(conn):
-                names = ", ".join(f"{m.version:04d}_{m.name}" for m in pending)
-                raise MigrationError(
-                    f"the database needs migrations ({names}): run `recall migrate`"
-                )
-            if embeddings is None:  # not configured: the database's model, else the default
-                embeddings = configured_embeddings(settings, await bound_model(conn))
-            embedder = embedder_for(embeddings, settings, name=self._name)
+
+        async def setup(conn: AsyncConnection[Any]) -> Embedder:
+            model = embeddings
+            if model is None:  # not configured: the database's model, else the default
+                model = configured_embeddings(settings, await bound_model(conn))
+            embedder = embedder_for(model, settings, name=self._name)
             await bind_embedding_space(conn, embedder.name, await embedder.dimensions())
-        except psycopg.Error as exc:
-            raise StoreError(f"database set-up failed: {exc}") from exc
-        finally:
-            await conn.close()
+            return embedder
+
+        database, embedder = await open_database(settings, setup)
         pool = await open_pool(database.url, max_size=settings.connection_pool_size)
         read_pool = None
         if settings.read_database_url:  # a replica: searches go there, writes stay here
