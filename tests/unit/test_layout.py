@@ -5,6 +5,7 @@ module grows past 500 lines (docs/architecture.md)."""
 from __future__ import annotations
 
 import ast
+import graphlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -151,3 +152,31 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
     call = ast.parse("conn.execute(q)\nos.environ.get('X')\n")
     found = [f(n) for n in ast.walk(call) for f in (_sql_call, _environment_use) if f(n)]
     assert found == ["calls .execute()", "uses os.environ"]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_circle_even_through_type_checking_or_a_function() -> None:
+    """Issue 31: a module and its connector imported each other, held open by a type-only
+    import one way and an import inside a function the other. Every `recall` import counts
+    here, wherever it is written; a circle is reported as the modules on it."""
+    modules = {_module_name(path): tree for path, _unit, tree in _modules()}
+    graph: dict[str, set[str]] = {}
+    for name, tree in modules.items():
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == "recall" or node.module.startswith("recall."):
+                    for alias in node.names:
+                        sub = f"{node.module}.{alias.name}"
+                        targets.add(sub if sub in modules else node.module)
+            elif isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names if a.name.startswith("recall."))
+        graph[name] = {t for t in targets if t in modules and t != name}
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import circle: {' -> '.join(exc.args[1])}")

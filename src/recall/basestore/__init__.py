@@ -6,7 +6,6 @@ through `recall.db` (`items`, `filters`). May import the floors below it (`recal
 `recall.embeddings`, `recall.search` and the bottom floor); it sits beside `recall.store`.
 """
 
-from recall.basestore.connect import RecallStoreConnector
-from recall.basestore.store import RecallStore
+from recall.basestore.store import RecallStore, RecallStoreConnector
 
 __all__ = ["RecallStore", "RecallStoreConnector"]

@@ -8,7 +8,6 @@ bottom floor).
 """
 
 from recall.store.checks import MAX_LIMIT
-from recall.store.connect import StoreConnector
-from recall.store.memory_store import MemoryStore
+from recall.store.memory_store import MemoryStore, StoreConnector
 
 __all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
