@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from recall.config import Settings
 from recall.memory import Memory
 
 
 class FailingStore:
-    """A store whose search fails with `exc` (or succeeds with nothing) after `delay` s."""
+    """A store whose search fails with `exc` (or succeeds with nothing) after `delay` s; its
+    settings (what the node leaves to the store) are the defaults."""
 
     def __init__(self, exc: BaseException | None = None, delay: float = 0.0) -> None:
         self.exc = exc
         self.delay = delay
+        self.settings = Settings()
 
     async def search(self, *args: Any, **kwargs: Any) -> list[Memory]:
         await asyncio.sleep(self.delay)

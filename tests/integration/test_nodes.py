@@ -138,6 +138,8 @@ async def test_the_three_start_nodes_run_concurrently(store: MemoryStore, user: 
     events: list[str] = []
 
     class BarrierStore:
+        settings = store.settings  # what the node leaves to the store
+
         async def search(self, *args: Any, **kwargs: Any) -> list[Memory]:
             events.append("retrieve:in")
             await barrier.wait()

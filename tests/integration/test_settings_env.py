@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -79,6 +80,16 @@ def env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> pytest.MonkeyPatc
 async def open_store(embeddings: FakeEmbeddings | None = None) -> MemoryStore:
     """A store with settings from the environment (and the fake model)."""
     return await MemoryStore.connect(embeddings=embeddings or FakeEmbeddings(64))
+
+
+@asynccontextmanager
+async def await_store() -> AsyncIterator[MemoryStore]:
+    """A store opened now, with the settings the environment holds now."""
+    store = await open_store()
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 @pytest.fixture
@@ -315,25 +326,23 @@ async def test_recall_filter_error_responses(
 # -- retrieval ----------------------------------------------------------------------------
 
 
-async def test_recall_max_memories(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
-) -> None:
-    await add_facts(env_store, user, 6)
+async def test_recall_max_memories(env: pytest.MonkeyPatch, user: str) -> None:
     env.setenv("RECALL_MAX_MEMORIES", "5")
     env.setenv("RECALL_SIMILARITY_THRESHOLD", "0")
-    out = await create_retrieve_memories_node(env_store)(ask("my dog Max fact"), config(user))
+    async with await_store() as store:  # the store reads the settings; the node defers to it
+        await add_facts(store, user, 6)
+        out = await create_retrieve_memories_node(store)(ask("my dog Max fact"), config(user))
     assert len(out["retrieved_memories"]) == 5
 
 
-async def test_recall_similarity_threshold(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
-) -> None:
-    await add_facts(env_store, user, 2)
+async def test_recall_similarity_threshold(env: pytest.MonkeyPatch, user: str) -> None:
     env.setenv("RECALL_RETRIEVAL_MODE", "semantic")
 
     async def found() -> int:
-        node = create_retrieve_memories_node(env_store)  # settings read when it is made
-        out = await node(ask("my dog Max fact number 1"), config(user))
+        async with await_store() as store:
+            await add_facts(store, user, 2)
+            node = create_retrieve_memories_node(store)
+            out = await node(ask("my dog Max fact number 1"), config(user))
         return len(out["retrieved_memories"])
 
     assert await found() > 0
@@ -341,16 +350,42 @@ async def test_recall_similarity_threshold(
     assert await found() == 0
 
 
-async def test_recall_retrieval_mode(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
-) -> None:
-    await add_facts(env_store, user, 1)
+async def test_recall_retrieval_mode(env: pytest.MonkeyPatch, user: str) -> None:
     env.setenv("RECALL_RETRIEVAL_MODE", "keyword")
-    node = create_retrieve_memories_node(env_store)
-    with capture_logs() as logs:
-        out = await node(ask("dog"), config(user))
+    async with await_store() as store:
+        await add_facts(store, user, 1)
+        node = create_retrieve_memories_node(store)
+        with capture_logs() as logs:
+            out = await node(ask("dog"), config(user))
     [done] = [e for e in logs if e["event"] == "memory.retrieve.done"]
     assert done["mode"] == "keyword" and len(out["retrieved_memories"]) == 1
+
+
+async def test_a_store_opened_with_its_own_settings_is_not_overridden_by_the_environment(
+    env: pytest.MonkeyPatch, database_url: str, user: str
+) -> None:
+    """Issue 31: the node read the environment for limit, threshold and mode and passed them,
+    so a store opened with explicit Settings was silently overridden. The store decides now."""
+    env.setenv("RECALL_MAX_MEMORIES", "1")
+    env.setenv("RECALL_SIMILARITY_THRESHOLD", "0.999")
+    env.setenv("RECALL_RETRIEVAL_MODE", "keyword")
+    own = Settings(
+        database_url=database_url,
+        max_memories=4,
+        similarity_threshold=0.0,
+        retrieval_mode="semantic",
+    )
+    async with MemoryStore.connect(own, embeddings=FakeEmbeddings(64)) as store:
+        await add_facts(store, user, 6)
+        node = create_retrieve_memories_node(store)  # its own settings: the environment's
+        with capture_logs() as logs:
+            out = await node(ask("my dog Max fact"), config(user))
+        # what the caller gives still wins over the store
+        given = create_retrieve_memories_node(store, limit=2)
+        out_given = await given(ask("my dog Max fact"), config(user))
+    [done] = [e for e in logs if e["event"] == "memory.retrieve.done"]
+    assert done["mode"] == "semantic" and len(out["retrieved_memories"]) == 4
+    assert len(out_given["retrieved_memories"]) == 2
 
 
 async def test_recall_search_timeout_ms(env: pytest.MonkeyPatch) -> None:

@@ -93,12 +93,14 @@ def create_retrieve_memories_node(
 
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
-        limit: memories returned at most; `Settings.max_memories` (3) when None.
-        similarity_threshold: the floor; `Settings.similarity_threshold` (0.5) when None. It
-            applies to the cosine in semantic mode, to the calibrated relevance in hybrid mode,
-            and not at all in keyword mode.
-        mode: "semantic", "keyword" or "hybrid"; `Settings.retrieval_mode` ("hybrid") when
-            None. See docs/decisions/0005-hybrid-retrieval.md.
+        limit: memories returned at most; None: the serving store's `Settings.max_memories`
+            (3).
+        similarity_threshold: the floor; None: the serving store's
+            `Settings.similarity_threshold` (0.5). It applies to the cosine in semantic mode,
+            to the gated score in hybrid mode, and not at all in keyword mode.
+        mode: "semantic", "keyword" or "hybrid"; None: the serving store's
+            `Settings.retrieval_mode` ("hybrid"). The store decides what the caller left out,
+            so a store opened with its own `Settings` is not overridden by the environment.
         search_timeout_ms: give up after this long; `Settings.search_timeout_ms` when None.
         reranker: a second stage, e.g. `ChatModelReranker(model)`.
         enable_vector_search: stage 1 searches (True) or takes the user's most recent
@@ -107,7 +109,8 @@ def create_retrieve_memories_node(
             reranker is given. On a re-ranker error or timeout the stage-1 order is kept.
         vector_search_top_k: stage-1 candidates handed to the re-ranker (25).
         rerank_timeout_ms: the re-ranker's own time limit.
-        settings: where defaults come from; `Settings.from_env()` when None.
+        settings: the node's own settings (its timeout, logging and metrics switches);
+            `Settings.from_env()` when None. Limit, threshold and mode come from the store.
         metrics: where each retrieval is recorded; the process-wide `recall.metrics.METRICS`
             when None (docs/operations.md).
 
@@ -122,15 +125,11 @@ def create_retrieve_memories_node(
     provider = provider_for(store)
     cfg = settings or Settings.from_env()
     recorder = metrics if metrics is not None else METRICS
-    max_results = cfg.max_memories if limit is None else limit
-    threshold = cfg.similarity_threshold if similarity_threshold is None else similarity_threshold
     timeout_ms = search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms
     timeout_s = timeout_ms / 1000
-    search_mode: Mode = mode or cfg.retrieval_mode
     rerank_on = (reranker is not None) if enable_rerank is None else enable_rerank
     if rerank_on and reranker is None:
         raise ValueError("enable_rerank=True needs a reranker")
-    stage1 = max(max_results, vector_search_top_k) if rerank_on else max_results
 
     async def ready_store(deadline: float) -> tuple[MemoryStore, float]:
         """The store, with its model loaded, and the search's deadline. Opening the store
@@ -154,15 +153,21 @@ def create_retrieve_memories_node(
             )
         return memory_store, deadline
 
+    def most(memory_store: MemoryStore) -> int:
+        """The memories returned at most: the caller's limit, else the store's."""
+        return memory_store.settings.max_memories if limit is None else limit
+
     async def candidates(memory_store: MemoryStore, user_id: str, query: str) -> list[Memory]:
+        # with a re-ranker, stage 1 hands it `vector_search_top_k` memories at least
+        stage1 = max(most(memory_store), vector_search_top_k) if rerank_on else most(memory_store)
         if not enable_vector_search:
             return await memory_store.recent(user_id, stage1)
         return await memory_store.search(
             user_id,
             query,
-            limit=stage1,
-            similarity_threshold=threshold,
-            mode=search_mode,
+            limit=stage1 if rerank_on else limit,
+            similarity_threshold=similarity_threshold,
+            mode=mode,
         )
 
     async def retrieve_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -199,7 +204,7 @@ def create_retrieve_memories_node(
                 return [], "no_message", elapsed()
             log.debug(
                 "memory.retrieve.start",
-                mode=search_mode,
+                mode=mode,
                 **({"query": query} if cfg.log_search_queries else {}),
             )
             loop = asyncio.get_running_loop()
@@ -210,12 +215,15 @@ def create_retrieve_memories_node(
                 memories = await rerank_memories(
                     reranker, query, memories, timeout_s=rerank_timeout_ms / 1000
                 )
-            found = [to_state_dict(m) for m in memories[:max_results]]
+            found = [to_state_dict(m) for m in memories[: most(memory_store)]]
             extra: dict[str, Any] = {}
             if cfg.track_retrieval_latency:
                 extra["latency_ms"] = elapsed()
             if cfg.log_similarity_scores:
                 extra["similarities"] = [m["similarity"] for m in found]
+            search_mode = (
+                getattr(memory_store, "settings", cfg).retrieval_mode if mode is None else mode
+            )
             log.info("memory.retrieve.done", count=len(found), mode=search_mode, **extra)
             return found, ("ok" if found else "empty"), elapsed()
         except TimeoutError:
