@@ -26,7 +26,8 @@ __all__ = [
 # a database bound to another model keeps it until `recall reembed`)
 DEFAULT_EMBEDDING_MODEL = "bge-small-en-v1.5"
 EMBEDDING_BACKENDS = ("onnx", "torch")  # how all-MiniLM-L6-v2 runs (recall.embeddings.minilm)
-# the retrieval modes, defined here once (`recall.search.modes` names them for the search code)
+# the retrieval modes, defined here once: every entry point (store, nodes, tool, CLI, the
+# inspector, RecallStore) checks a mode against RETRIEVAL_MODES
 RetrievalMode = Literal["semantic", "keyword", "hybrid"]
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 

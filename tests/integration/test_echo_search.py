@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from recall.search.modes import Mode
+from recall.config import RetrievalMode
 from recall.store import MemoryStore
 
 
 @pytest.mark.parametrize("mode", ["semantic", "keyword", "hybrid"])
 async def test_the_answer_comes_back_not_the_earlier_question(
-    store: MemoryStore, user: str, mode: Mode
+    store: MemoryStore, user: str, mode: RetrievalMode
 ) -> None:
     await store.add_turn(user, "my sister Ana lives in Lisbon", "Lisbon is lovely.")
     await store.add_turn(user, "where does my sister Ana live?", "I'm not sure.")

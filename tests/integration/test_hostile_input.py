@@ -11,12 +11,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from recall.config import Settings
+from recall.config import RetrievalMode, Settings
 from recall.errors import InvalidInputError
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.nodes.keyword import create_keyword_search_node
 from recall.nodes.tool import create_memory_search_tool
-from recall.search.modes import Mode
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -127,7 +126,7 @@ async def test_text_through_every_entry_point(
         assert "\x00" not in stored.user_message
         assert len(stored.user_message) <= store.settings.max_message_length
         stored.user_message.encode("utf-8")  # no lone surrogate survives
-    modes: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
+    modes: tuple[RetrievalMode, ...] = ("semantic", "keyword", "hybrid")
     for mode in modes:
         found = await _outcome(
             store.search("hostile-user", text, mode=mode, similarity_threshold=0.0)

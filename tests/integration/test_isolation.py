@@ -12,13 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage
 
-from recall.config import Settings
+from recall.config import RetrievalMode, Settings
 from recall.errors import InvalidInputError
 from recall.nodes import create_retrieve_memories_node
 from recall.nodes.context import create_recent_memories_node
 from recall.nodes.keyword import create_keyword_search_node
 from recall.nodes.tool import create_memory_search_tool
-from recall.search.modes import Mode
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -51,7 +50,7 @@ def cfg(user: str, thread: str = "iso-thread") -> Any:
 async def every_read(store: MemoryStore, user: str, text: str, tmp: Path) -> list[list[str]]:
     """Memory ids (or texts, for string outputs) each read path returns for `user`."""
     out = []
-    modes: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
+    modes: tuple[RetrievalMode, ...] = ("semantic", "keyword", "hybrid")
     for mode in modes:
         hits = await store.search(user, text, limit=50, similarity_threshold=0.0, mode=mode)
         out.append([m.id for m in hits])

@@ -13,6 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 from structlog.testing import capture_logs
 
+from recall.config import RetrievalMode
 from recall.creation.notes import read_notes
 from recall.errors import InvalidInputError
 from recall.memory import Memory
@@ -20,7 +21,6 @@ from recall.nodes import create_retrieve_memories_node
 from recall.nodes.keyword import create_keyword_search_node
 from recall.nodes.tool import create_memory_search_tool
 from recall.search.keywords import NO_DISCUSSION_MESSAGE, NO_RESULTS_MESSAGE, RESULT_SEPARATOR
-from recall.search.modes import Mode
 from recall.search.rerank import rerank_memories
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
@@ -123,7 +123,7 @@ async def test_hybrid_threshold_applies_to_relevance(store: MemoryStore, user: s
 
 async def test_retrieve_node_modes(store: MemoryStore, user: str) -> None:
     await store.add_turn(user, "my cat is named Zorblax", "cute")
-    modes: tuple[Mode, ...] = ("semantic", "keyword", "hybrid")
+    modes: tuple[RetrievalMode, ...] = ("semantic", "keyword", "hybrid")
     for mode in modes:
         node = create_retrieve_memories_node(store, mode=mode, similarity_threshold=0.0)
         out = await node({"messages": [HumanMessage("Zorblax")]}, cfg(user))

@@ -16,14 +16,13 @@ from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 
-from recall.config import Settings
+from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
 from recall.db.embedded import EmbeddedServer
 from recall.db.migrate import apply_migrations, bound_model
 from recall.db.pool import connect_once, locate_database
 from recall.embeddings import MiniLMEmbeddings, configured_embeddings, embedding_model_name
 from recall.errors import RecallError
 from recall.memory import Memory
-from recall.search.modes import MODES, Mode
 from recall.store import MemoryStore
 
 __all__ = [
@@ -196,13 +195,13 @@ def limit_option(maximum: int) -> Any:
 
 
 def check_mode(value: str | None) -> str | None:
-    """Check `--mode` against the retrieval modes (`recall.search.modes.MODES`).
+    """Check `--mode` against the retrieval modes (`recall.config.RETRIEVAL_MODES`).
 
     Raises:
         typer.BadParameter: not a mode (a usage error, exit status 2).
     """
-    if value is not None and value not in MODES:
-        raise typer.BadParameter(f"must be one of {', '.join(MODES)}, not {value!r}")
+    if value is not None and value not in RETRIEVAL_MODES:
+        raise typer.BadParameter(f"must be one of {', '.join(RETRIEVAL_MODES)}, not {value!r}")
     return value
 
 
@@ -221,7 +220,7 @@ ModeOpt = Annotated[
     str | None,
     typer.Option(
         callback=check_mode,
-        help=f"{', '.join(MODES)} ({_setting_default('retrieval_mode')}).",
+        help=f"{', '.join(RETRIEVAL_MODES)} ({_setting_default('retrieval_mode')}).",
     ),
 ]
 
@@ -231,7 +230,7 @@ class Retrieval(NamedTuple):
 
     limit: int
     threshold: float
-    mode: Mode
+    mode: RetrievalMode
 
 
 def retrieval(
@@ -242,7 +241,7 @@ def retrieval(
         limit=settings.max_memories if limit is None else limit,
         threshold=settings.similarity_threshold if threshold is None else threshold,
         # a given mode passed `check_mode`; the setting's was checked by Settings
-        mode=settings.retrieval_mode if mode is None else cast(Mode, mode),
+        mode=settings.retrieval_mode if mode is None else cast(RetrievalMode, mode),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 import structlog
 from langchain_core.runnables import RunnableConfig
 
-from recall.config import Settings
+from recall.config import RetrievalMode, Settings
 from recall.memory import Memory
 from recall.messages import (
     latest_human_text,
@@ -23,7 +23,6 @@ from recall.messages import (
     user_id_from_config,
 )
 from recall.metrics import METRICS, Outcome, RetrievalMetrics, outcome_of
-from recall.search.modes import Mode
 from recall.search.rerank import Reranker, rerank_memories
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
@@ -79,7 +78,7 @@ def create_retrieve_memories_node(
     *,
     limit: int | None = None,
     similarity_threshold: float | None = None,
-    mode: Mode | None = None,
+    mode: RetrievalMode | None = None,
     search_timeout_ms: int | None = None,
     reranker: Reranker | None = None,
     enable_vector_search: bool = True,

@@ -8,9 +8,9 @@ import structlog
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
+from recall.config import RetrievalMode
 from recall.messages import user_id_from_config
 from recall.nodes.text import format_memory
-from recall.search.modes import Mode
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
@@ -22,7 +22,7 @@ log = structlog.stdlib.get_logger(__name__)
 def create_memory_search_tool(
     store: MemoryStore | StoreProvider | None = None,
     *,
-    mode: Mode | None = None,
+    mode: RetrievalMode | None = None,
     max_results_cap: int = 50,
 ) -> BaseTool:
     """Make the `memory_search(query, max_results=10)` tool for an agent.

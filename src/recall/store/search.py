@@ -11,6 +11,7 @@ from uuid import UUID
 import numpy as np
 from psycopg import AsyncConnection
 
+from recall.config import RETRIEVAL_MODES, RetrievalMode
 from recall.db.memories import user_plan
 from recall.db.search import detail_rows, keyword_rows, term_rows, vector_rows
 from recall.embeddings import Vector
@@ -19,7 +20,6 @@ from recall.memory import Memory, MemoryRow, clean_id, clean_text
 from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble
 from recall.search.echo import is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text, parse_keywords
-from recall.search.modes import MODES, Mode
 from recall.search.ranking import cosine, fuse, row_memory
 from recall.search.second_stage import SecondStage
 from recall.store.base import Plan
@@ -84,7 +84,7 @@ class Search(Maintenance):
         limit: int | None = None,
         similarity_threshold: float | None = None,
         *,
-        mode: Mode | None = None,
+        mode: RetrievalMode | None = None,
         query_vector: Vector | None = None,
         explain: bool = False,
     ) -> list[Memory]:
@@ -125,8 +125,10 @@ class Search(Maintenance):
             else similarity_threshold
         )
         mode = self.settings.retrieval_mode if mode is None else mode
-        if mode not in MODES:
-            raise InvalidInputError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode not in RETRIEVAL_MODES:
+            raise InvalidInputError(
+                f"mode must be one of {', '.join(RETRIEVAL_MODES)}, not {mode!r}"
+            )
         terms: list[TermRow] | None = None
         if query_vector is not None:
             vector = self.embedder.check_vector(query_vector)
