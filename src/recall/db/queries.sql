@@ -131,8 +131,9 @@ ORDER BY i.ord;
 SELECT memory_count, hnsw_index FROM recall.users WHERE user_id = %(user_id)s;
 
 -- name: search_exact
--- Exact plan (decision 0001), as one call: recall.search_exact (migration 0005) sets the
--- row-level security key itself, so it needs no transaction around it.
+-- Exact plan (decision 0001), as one call: recall.search_exact (its live body: migration 0008;
+-- docs/architecture.md says where each function's is) sets the row-level security key itself,
+-- so it needs no transaction around it.
 SELECT * FROM recall.search_exact(%(user_id)s, %(query)s, %(max_distance)s, %(limit)s);
 
 -- name: search_indexed
@@ -146,8 +147,8 @@ SELECT * FROM recall.search_indexed(
 );
 
 -- name: search_keyword
--- BM25 over this user's memories, as one call: recall.search_keyword (migration 0005) sets
--- the row-level security key itself. %(words)s are sanitized words (letters and digits only,
+-- BM25 over this user's memories, as one call: recall.search_keyword (its live body: migration
+-- 0016) sets the row-level security key itself. %(words)s are sanitized words (letters and digits only,
 -- recall.keywords); %(query)s and %(conversation_id)s may be NULL.
 SELECT * FROM recall.search_keyword(
     %(user_id)s, %(tsquery)s, %(words)s, %(query)s, %(limit)s, %(conversation_id)s
