@@ -11,8 +11,8 @@ from uuid import UUID
 
 import psycopg
 from psycopg import AsyncConnection
-from psycopg.types.json import Jsonb
 
+from recall.db.memories import memory_params
 from recall.db.rows import (
     ChatSummary,
     ChunkStored,
@@ -73,15 +73,12 @@ async def store_chunk(
     last: str | None = None
     for memory, vector in zip(memories, vectors, strict=True):
         params = {
+            **memory_params(memory, vector, model_name),
+            # whatever the memory says: this conversation's, dated when stored, a summary
             "user_id": user_id,
             "conversation_id": conversation_id,
-            "user_message": memory.user_message,
             "ai_response": "",
             "created_at": None,
-            "metadata": Jsonb(memory.metadata),
-            "content_hash": memory.content_hash,
-            "embedding": vector,
-            "embedding_model": model_name,
             "kind": "summary",
         }
         near = await fetch_one(

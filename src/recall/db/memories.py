@@ -29,15 +29,10 @@ __all__ = [
 ]
 
 
-async def add_memory(
-    conn: AsyncConnection[Any], turn: Turn, vector: Vector, model_name: str
-) -> AddedMemory | None:
-    """Store one turn unless the user has its content hash already; either way return it.
-
-    `recall.add_memory` (migration 0009) sets the row-level security key itself: one round
-    trip, one transaction, no scope needed. None: the row was deleted between its statements.
-    """
-    params = {
+def memory_params(turn: Turn, vector: Vector, model_name: str) -> dict[str, Any]:
+    """The parameters of one memory row (`add_memory`, `insert_memory`), from a checked turn,
+    its vector and the model that made it: the one place a turn becomes a row."""
+    return {
         "user_id": turn.user_id,
         "conversation_id": turn.conversation_id,
         "user_message": turn.user_message,
@@ -49,7 +44,17 @@ async def add_memory(
         "embedding_model": model_name,
         "kind": turn.kind,
     }
-    return await fetch_one(conn, "add_memory", params, AddedMemory)
+
+
+async def add_memory(
+    conn: AsyncConnection[Any], turn: Turn, vector: Vector, model_name: str
+) -> AddedMemory | None:
+    """Store one turn unless the user has its content hash already; either way return it.
+
+    `recall.add_memory` (migration 0009) sets the row-level security key itself: one round
+    trip, one transaction, no scope needed. None: the row was deleted between its statements.
+    """
+    return await fetch_one(conn, "add_memory", memory_params(turn, vector, model_name), AddedMemory)
 
 
 async def recent_memories(conn: AsyncConnection[Any], user_id: str, limit: int) -> list[MemoryRow]:
