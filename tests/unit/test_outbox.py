@@ -67,4 +67,6 @@ async def test_the_writer_counts_each_failed_attempt(tmp_path: Path) -> None:
         await writer.close()
     counted = [e["attempts"] for e in logs if e["event"] == "memory.write.error"]
     assert counted == [1, 2, 3]
+    # the kind is the metrics' vocabulary (recall.metrics.outcome_of), as for a retrieval
+    assert {e["kind"] for e in logs if e["event"] == "memory.write.error"} == {"database"}
     assert _attempts_on_disk(path) == [3]

@@ -19,6 +19,7 @@ import structlog
 from recall.db.outbox import Outbox
 from recall.errors import InvalidInputError
 from recall.memory import make_turn
+from recall.metrics import outcome_of
 from recall.store.shared import StoreProvider
 
 __all__ = ["TurnWriter", "WriteOutcome"]
@@ -115,12 +116,12 @@ class TurnWriter:
             await store.add_turn(**turn)
         except InvalidInputError as exc:
             await self.outbox.bury(queue_id, str(exc))
-            log.error("memory.write.error", kind="invalid", error=str(exc))
+            log.error("memory.write.error", kind=outcome_of(exc), error=str(exc))
             return False
         except Exception as exc:  # the turn stays queued; the drainer retries it
             attempts = await self.outbox.attempt_failed(queue_id)
             log.warning(
-                "memory.write.error", kind=type(exc).__name__, error=str(exc), attempts=attempts
+                "memory.write.error", kind=outcome_of(exc), error=str(exc), attempts=attempts
             )
             return False
         await self.outbox.remove(queue_id)
