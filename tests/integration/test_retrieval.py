@@ -18,9 +18,13 @@ from recall.creation.notes import read_notes
 from recall.errors import InvalidInputError
 from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node
-from recall.nodes.keyword import create_keyword_search_node
+from recall.nodes.keyword import (
+    NO_DISCUSSION_MESSAGE,
+    NO_RESULTS_MESSAGE,
+    RESULT_SEPARATOR,
+    create_keyword_search_node,
+)
 from recall.nodes.tool import create_memory_search_tool
-from recall.search.keywords import NO_DISCUSSION_MESSAGE, NO_RESULTS_MESSAGE, RESULT_SEPARATOR
 from recall.search.rerank import rerank_memories
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings

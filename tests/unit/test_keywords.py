@@ -3,14 +3,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recall.search.keywords import (
-    MAX_KEYWORDS,
-    NO_DISCUSSION_MESSAGE,
-    NO_RESULTS_MESSAGE,
-    RESULT_SEPARATOR,
-    keywords_from_text,
-    parse_keywords,
-)
+from recall.nodes.keyword import NO_DISCUSSION_MESSAGE, NO_RESULTS_MESSAGE, RESULT_SEPARATOR
+from recall.search.keywords import MAX_KEYWORDS, keywords_from_text, parse_keywords
 
 # the only characters a tsquery built from keywords may contain besides letters and digits
 _SAFE = re.compile(r"^[\w ()'|<\->]*$")

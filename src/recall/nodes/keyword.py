@@ -10,11 +10,20 @@ from langchain_core.runnables import RunnableConfig
 
 from recall.messages import thread_id, user_id_from_config
 from recall.nodes.text import memory_text
-from recall.search.keywords import NO_DISCUSSION_MESSAGE, NO_RESULTS_MESSAGE, RESULT_SEPARATOR
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
-__all__ = ["create_keyword_search_node"]
+__all__ = [
+    "NO_DISCUSSION_MESSAGE",
+    "NO_RESULTS_MESSAGE",
+    "RESULT_SEPARATOR",
+    "create_keyword_search_node",
+]
+
+# what the node says to the model (the seed's exact strings)
+NO_DISCUSSION_MESSAGE = "Cannot perform VectorMemorySearch without a discussionId."
+NO_RESULTS_MESSAGE = "No relevant memories found in the vector database for the given keywords."
+RESULT_SEPARATOR = "\n\n---\n\n"
 
 log = structlog.stdlib.get_logger(__name__)
 

@@ -14,18 +14,12 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_KEYWORDS",
-    "NO_DISCUSSION_MESSAGE",
-    "NO_RESULTS_MESSAGE",
-    "RESULT_SEPARATOR",
     "KeywordQuery",
     "keywords_from_text",
     "parse_keywords",
 ]
 
 MAX_KEYWORDS = 60
-NO_DISCUSSION_MESSAGE = "Cannot perform VectorMemorySearch without a discussionId."
-NO_RESULTS_MESSAGE = "No relevant memories found in the vector database for the given keywords."
-RESULT_SEPARATOR = "\n\n---\n\n"
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits of any script; not "_"
 _MAX_WORDS_PER_KEYWORD = 16
