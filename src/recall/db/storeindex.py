@@ -6,7 +6,7 @@ returns that namespace's vectors only and loses nothing to a filter on other nam
 index over every namespace (`WHERE dims = <dims>`, recorded with ns '') serves prefixes that
 hold a large share of the store. Both index the expression `embedding::vector(<dims>)`
 (HNSW needs a fixed dimension; the column holds any). Builds share the advisory lock of the
-per-user builds (`recall.db.userindex`): two CREATE INDEX CONCURRENTLY on one table deadlock.
+per-user builds (`recall.db.hnswbuild`): two CREATE INDEX CONCURRENTLY on one table deadlock.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
+from recall.db.hnswbuild import build_index
 from recall.db.sql import fetch_value, fetch_values, query, run
-from recall.db.userindex import lock_index_builds, try_lock_index_builds
 
 __all__ = [
     "EVERY_NAMESPACE",
@@ -74,11 +73,6 @@ async def namespaces_due(conn: AsyncConnection[Any], dims: int, threshold: int) 
     return found
 
 
-async def _is_valid(conn: AsyncConnection[Any], name: str) -> bool | None:
-    valid = await fetch_value(conn, "index_is_valid", {"index_name": name})
-    return None if valid is None else bool(valid)
-
-
 def _create(name: str, ns: str, dims: int, m: int, ef_construction: int) -> sql.Composed:
     vtype = sql.SQL("vector({})").format(sql.Literal(dims))
     where = sql.SQL("dims = {}").format(sql.Literal(dims))
@@ -101,34 +95,22 @@ async def build_store_index(
     wait: bool,
 ) -> str | None:
     """Build the HNSW index of `ns` (or of every namespace: `EVERY_NAMESPACE`) at `dims`
-    concurrently, and record it; return its name.
-
-    With `wait=False` the call returns None at once when another build runs. `conn` must be
-    autocommit (CREATE INDEX CONCURRENTLY cannot run in a transaction); reads and writes of
-    every namespace go on meanwhile.
+    concurrently, and record it; return its name (`recall.db.hnswbuild.build_index`: with
+    `wait=False`, None at once when another build runs; `conn` must be autocommit; reads and
+    writes of every namespace go on meanwhile).
 
     Raises:
         psycopg.Error: the build failed (the store wraps it).
     """
     name = store_index_name(ns, dims)
-    if wait:
-        await lock_index_builds(conn)
-    elif not await try_lock_index_builds(conn):
-        return None
-    try:
-        if await _is_valid(conn, name) is False:  # a build that died half-way leaves an invalid one
-            await conn.execute(
-                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS recall.{}").format(sql.Identifier(name))
-            )
-        if await _is_valid(conn, name) is None:
-            await run(conn, "index_build_memory")
-            await conn.execute(_create(name, ns, dims, m, ef_construction))
-            await run(conn, "reset_index_build_memory")
-        await run(conn, "store_index_record", {"ns": ns, "dims": dims, "index_name": name})
+    built = await build_index(
+        conn,
+        name,
+        _create(name, ns, dims, m, ef_construction),
+        lambda: run(conn, "store_index_record", {"ns": ns, "dims": dims, "index_name": name}),
+        wait=wait,
+        failed_event="db.store_index.failed",
+    )
+    if built is not None:
         log.info("db.store_index.built", index=name, dims=dims, every_namespace=not ns)
-        return name
-    except psycopg.Error:
-        log.exception("db.store_index.failed", index=name)
-        raise
-    finally:
-        await run(conn, "unlock_index_builds")
+    return built

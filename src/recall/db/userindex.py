@@ -8,24 +8,16 @@ nothing to filtering. Users get one when their memory count reaches `user_index_
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from typing import Any
 
-import psycopg
 import structlog
 from psycopg import AsyncConnection, sql
 
-from recall.db.sql import fetch_value, fetch_values, run
+from recall.db.hnswbuild import build_index, drop_index, lock_index_builds
+from recall.db.sql import fetch_values, run
 
-__all__ = [
-    "build_user_index",
-    "drop_user_index",
-    "index_name",
-    "lock_index_builds",
-    "try_lock_index_builds",
-    "users_over_threshold",
-]
+__all__ = ["build_user_index", "drop_user_index", "index_name", "users_over_threshold"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -41,36 +33,11 @@ async def users_over_threshold(conn: AsyncConnection[Any], threshold: int) -> li
     return users
 
 
-async def _is_valid(conn: AsyncConnection[Any], name: str) -> bool | None:
-    valid = await fetch_value(conn, "index_is_valid", {"index_name": name})
-    return None if valid is None else bool(valid)
-
-
-async def try_lock_index_builds(conn: AsyncConnection[Any]) -> bool:
-    """Take the one advisory lock of every HNSW build (user or store namespace) if free."""
-    return bool(await fetch_value(conn, "try_lock_index_builds"))
-
-
-async def lock_index_builds(conn: AsyncConnection[Any]) -> None:
-    """Wait for the one advisory lock of every HNSW build (release: `unlock_index_builds`)."""
-    # poll between statements: a session blocked inside pg_advisory_lock holds a snapshot, which
-    # a running CREATE INDEX CONCURRENTLY waits for, and the two deadlock
-    # (noqa: the lock lives in PostgreSQL, there is no Event to wait on)
-    while not await try_lock_index_builds(conn):  # noqa: ASYNC110
-        await asyncio.sleep(0.2)
-
-
-async def _drop(conn: AsyncConnection[Any], name: str) -> None:
-    await conn.execute(
-        sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS recall.{}").format(sql.Identifier(name))
-    )
-
-
 async def drop_user_index(conn: AsyncConnection[Any], name: str) -> None:
     """Drop a user's index without blocking other users' reads (`conn` must be autocommit)."""
     await lock_index_builds(conn)
     try:
-        await _drop(conn, name)
+        await drop_index(conn, name)
     finally:
         await run(conn, "unlock_index_builds")
 
@@ -78,44 +45,29 @@ async def drop_user_index(conn: AsyncConnection[Any], name: str) -> None:
 async def build_user_index(
     conn: AsyncConnection[Any], user_id: str, *, m: int, ef_construction: int, wait: bool
 ) -> str | None:
-    """Build the user's partial HNSW index concurrently and record it; return its name.
-
-    Builds are serialized across processes by one advisory lock: two concurrent
-    CREATE INDEX CONCURRENTLY on one table deadlock. With `wait=False` the call returns None at
-    once when another build runs. `conn` must be autocommit (CREATE INDEX CONCURRENTLY cannot
-    run in a transaction); reads and writes go on meanwhile.
+    """Build the user's partial HNSW index concurrently and record it; return its name
+    (`recall.db.hnswbuild.build_index`: serialized across processes; with `wait=False`, None
+    at once when another build runs; `conn` must be autocommit).
 
     Raises:
         psycopg.Error: the build failed (the store wraps it).
     """
     name = index_name(user_id)
-    if wait:
-        await lock_index_builds(conn)
-    elif not await try_lock_index_builds(conn):
-        return None
-    try:
-        if await _is_valid(conn, name) is False:  # a build that died half-way leaves an invalid one
-            await _drop(conn, name)
-        if await _is_valid(conn, name) is None:
-            await run(conn, "index_build_memory")
-            await conn.execute(
-                sql.SQL(
-                    "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON recall.memories "
-                    "USING hnsw (embedding vector_cosine_ops) "
-                    "WITH (m = {}, ef_construction = {}) WHERE user_id = {}"
-                ).format(
-                    sql.Identifier(name),
-                    sql.Literal(m),
-                    sql.Literal(ef_construction),
-                    sql.Literal(user_id),
-                )
-            )
-            await run(conn, "reset_index_build_memory")
-        await run(conn, "set_user_index", {"user_id": user_id, "index_name": name})
+    create = sql.SQL(
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON recall.memories "
+        "USING hnsw (embedding vector_cosine_ops) "
+        "WITH (m = {}, ef_construction = {}) WHERE user_id = {}"
+    ).format(
+        sql.Identifier(name), sql.Literal(m), sql.Literal(ef_construction), sql.Literal(user_id)
+    )
+    built = await build_index(
+        conn,
+        name,
+        create,
+        lambda: run(conn, "set_user_index", {"user_id": user_id, "index_name": name}),
+        wait=wait,
+        failed_event="db.user_index.failed",
+    )
+    if built is not None:
         log.info("db.user_index.built", index=name)
-        return name
-    except psycopg.Error:
-        log.exception("db.user_index.failed", index=name)
-        raise
-    finally:
-        await run(conn, "unlock_index_builds")
+    return built
