@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,15 @@ from structlog.testing import capture_logs
 
 from recall.config import Settings
 from recall.db.outbox import Outbox
-from recall.errors import EmbeddingError, StoreError
+from recall.errors import EmbeddingError, InvalidInputError, StoreError
 from recall.example.graph import build_graph
 from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.nodes.writer import TurnWriter
 from recall.store import MemoryStore
+from recall.store.shared import provider_for
+from recall.testing import FakeEmbeddings
+from tests.conftest import Databases
 from tests.fakes import FailingStore, provider
 
 
@@ -266,3 +270,25 @@ async def test_writer_never_fails_the_turn(tmp_path: Path) -> None:
     assert any(e["event"] == "memory.write.queued" for e in logs)
     assert await writer.outbox.count() == 1  # waiting on disk, not lost
     await writer.close()
+
+
+async def test_the_writer_checks_a_turn_with_the_stores_limits(
+    databases: Databases, tmp_path: Path
+) -> None:
+    """Issue 31: the writer checked a turn against fixed limits before queueing it, the store
+    against its own; a turn the store would refuse was queued, then set aside later."""
+    url = await databases.create()
+    own = Settings(database_url=url, max_metadata_bytes=64, max_message_length=10)
+    async with MemoryStore.connect(own, embeddings=FakeEmbeddings(64)) as store:
+        writer = TurnWriter(provider_for(store), Outbox(tmp_path / "q.sqlite3"), wait_s=5.0)
+        now = datetime.now(UTC)
+        with pytest.raises(InvalidInputError, match="metadata"):
+            await writer.submit(
+                "u", "hi", "ok", conversation_id=None, created_at=now, metadata={"x": "y" * 100}
+            )
+        assert await writer.outbox.count() == 0  # refused before it was queued
+        outcome = await writer.submit("u", "a" * 50, "b" * 50, conversation_id=None, created_at=now)
+        assert outcome == "stored"
+        [memory] = await store.recent("u")
+        assert (memory.user_message, memory.ai_response) == ("a" * 10, "b" * 10)
+        await writer.close()

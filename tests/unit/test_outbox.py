@@ -10,6 +10,7 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
+from recall.config import Settings
 from recall.db.outbox import Outbox, QueuedTurn
 from recall.errors import StoreError
 from recall.nodes.writer import TurnWriter
@@ -45,6 +46,8 @@ async def test_the_writer_counts_each_failed_attempt(tmp_path: Path) -> None:
     fourth = asyncio.Event()
 
     class Down:
+        settings = Settings()  # the limits a turn is checked against
+
         async def add_turn(self, **_: Any) -> None:
             nonlocal calls
             calls += 1

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import structlog
 
+from recall.config import Settings
 from recall.db.outbox import Outbox
 from recall.errors import InvalidInputError
 from recall.memory import make_turn
@@ -27,6 +28,7 @@ __all__ = ["TurnWriter", "WriteOutcome"]
 log = structlog.stdlib.get_logger(__name__)
 
 WriteOutcome = Literal["stored", "queued"]
+_DEFAULT_LIMITS = Settings()  # max_message_length and max_metadata_bytes when no store answers
 
 
 class TurnWriter:
@@ -78,19 +80,35 @@ class TurnWriter:
         Raises:
             InvalidInputError: the turn can never be stored; nothing is queued.
         """
+        # refuse what can never be stored before it is queued, with the serving store's limits
+        # (the defaults while the store cannot be reached), and queue the turn as checked
+        loop = asyncio.get_running_loop()
+        started = loop.time()  # the caller waits at most `wait_s` in all
+        limits = await self._limits()
+        checked = make_turn(
+            user_id,
+            user_message,
+            ai_response,
+            conversation_id=conversation_id,
+            created_at=created_at,
+            metadata=metadata or {},
+            kind=kind,
+            max_length=limits.max_message_length,
+            max_metadata_bytes=limits.max_metadata_bytes,
+        )
         turn: dict[str, Any] = {
-            "user_id": user_id,
-            "user_message": user_message,
-            "ai_response": ai_response,
-            "conversation_id": conversation_id,
+            "user_id": checked.user_id,
+            "user_message": checked.user_message,
+            "ai_response": checked.ai_response,
+            "conversation_id": checked.conversation_id,
             "created_at": created_at.isoformat(),
-            "metadata": metadata or {},
-            "kind": kind,
+            "metadata": checked.metadata,
+            "kind": checked.kind,
         }
-        make_turn(**turn)  # refuse what can never be stored before it is queued
-        queue_id = await self.outbox.put(user_id, turn)
+        queue_id = await self.outbox.put(checked.user_id, turn)
         attempt = self._spawn(self._write(queue_id, turn))
-        done, _ = await asyncio.wait({attempt}, timeout=self._wait_s)
+        left = max(0.0, self._wait_s - (loop.time() - started))
+        done, _ = await asyncio.wait({attempt}, timeout=left)
         if done and attempt.result():
             return "stored"
         log.warning("memory.write.queued", reason="slow" if not done else "error")
@@ -102,6 +120,18 @@ class TurnWriter:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    async def _limits(self) -> Settings:
+        """The settings whose limits a turn is checked against: the serving store's, or,
+        when it cannot be reached within `wait_s`, the defaults (the turn is then queued, and
+        a turn the store refuses later is set aside and logged)."""
+        try:
+            async with asyncio.timeout(self._wait_s):
+                store = await self._store()
+        except Exception:  # no store now: the turn must still be queued
+            return _DEFAULT_LIMITS
+        limits: Settings = store.settings
+        return limits
 
     async def _write(self, queue_id: int, turn: dict[str, Any]) -> bool:
         self._inflight.add(queue_id)
