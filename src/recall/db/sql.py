@@ -74,9 +74,9 @@ def _row_factory(row: type[T]) -> BaseRowFactory[T]:
     the columns are `row`'s dataclass fields in their order: the same objects, without a
     keyword dictionary per row (about a fifth of the decoding time of a search's candidates)."""
     by_name = class_row(row)
-    declared = dataclasses.fields(row) if dataclasses.is_dataclass(row) else None
-    positional = declared is not None and all(f.init and not f.kw_only for f in declared)
-    fields = tuple(f.name for f in declared) if declared is not None and positional else None
+    declared = dataclasses.fields(row) if dataclasses.is_dataclass(row) else ()
+    positional = bool(declared) and all(f.init and not f.kw_only for f in declared)
+    fields = tuple(f.name for f in declared) if positional else None
 
     def factory(cursor: Any) -> Callable[[Sequence[Any]], T]:
         names = tuple(c.name for c in cursor.description or ())

@@ -28,7 +28,6 @@ __all__ = ["TurnWriter", "WriteOutcome"]
 log = structlog.stdlib.get_logger(__name__)
 
 WriteOutcome = Literal["stored", "queued"]
-_DEFAULT_LIMITS = Settings()  # max_message_length and max_metadata_bytes when no store answers
 
 
 class TurnWriter:
@@ -128,8 +127,8 @@ class TurnWriter:
         try:
             async with asyncio.timeout(self._wait_s):
                 store = await self._store()
-        except Exception:  # no store now: the turn must still be queued
-            return _DEFAULT_LIMITS
+        except Exception:  # no store now: the turn must still be queued, with the defaults
+            return Settings()
         limits: Settings = store.settings
         return limits
 

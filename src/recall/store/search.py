@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -37,10 +37,7 @@ SCOPE_FROM = 2000
 SCOPE = 300
 
 
-Row = TypeVar("Row", MemoryRow, DetailRow, CandidateRow)
-
-
-def _answered(rows: list[Row]) -> list[Row]:
+def _answered(rows: list[MemoryRow]) -> list[MemoryRow]:
     """The rows that are not a question left unanswered (recall.search.echo)."""
     return [r for r in rows if not is_unanswered(r.user_message, r.ai_response)]
 
