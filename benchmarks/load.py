@@ -21,11 +21,11 @@ from lib.timing import percentiles
 
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
-from recall.db.outbox import Outbox
 from recall.db.pool import connect_once
 from recall.metrics import RetrievalMetrics
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.nodes.writer import TurnWriter
+from recall.nodes.turn_writer import TurnWriter
+from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.store.shared import provider_for
 

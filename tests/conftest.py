@@ -22,7 +22,7 @@ import pytest
 from psycopg import AsyncConnection, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from recall.config import Settings
+from recall.config import Settings, process_settings
 from recall.db.embedded import EmbeddedServer
 from recall.db.pool import connect_once
 from recall.store import MemoryStore
@@ -68,6 +68,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.path.name in CITUS_MODULES and name not in PLAIN_ONLY
         ):
             item.add_marker(pytest.mark.citus)
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_settings() -> Any:
+    """Each test is a process of its own as far as settings go: the process's settings
+    (`recall.config.process_settings`, read once) are read again from the environment its
+    `monkeypatch.setenv` calls made, and forgotten after it."""
+    process_settings.cache_clear()
+    yield
+    process_settings.cache_clear()
 
 
 def free_port() -> int:

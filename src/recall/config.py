@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ __all__ = [
     "default_data_home",
     "default_model_cache_dir",
     "force_offline_hub",
+    "process_settings",
 ]
 
 # the model a new database gets when RECALL_EMBEDDING_MODEL is unset (recall.embeddings.choose:
@@ -257,3 +259,20 @@ class Settings:
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+@functools.cache
+def process_settings() -> Settings:
+    """This process's settings: read from the environment (`Settings.from_env()`) by the first
+    caller, then the same object for every caller, since a running process's environment does
+    not change from outside. The one place recall reads its `RECALL_*` variables; anything that
+    takes a `settings` argument uses this when given None.
+
+    `process_settings.cache_clear()` makes the next caller read the environment again: each
+    `recall` command does so as it starts, and the tests before each test.
+
+    Raises:
+        ConfigError: a variable cannot be parsed or is out of range (not kept: the next
+            caller reads again).
+    """
+    return Settings.from_env()

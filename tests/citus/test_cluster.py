@@ -11,9 +11,9 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from recall.config import Settings
-from recall.db.outbox import Outbox
 from recall.db.pool import connect_once
-from recall.nodes.writer import TurnWriter
+from recall.nodes.turn_writer import TurnWriter
+from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.store.shared import provider_for
 from recall.testing import FakeEmbeddings

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
 from recall.cli import app
-from recall.cli.common import prepare_model
+from recall.cli.admin import prepare_model
 from recall.config import Settings
 from tests.conftest import Databases
 

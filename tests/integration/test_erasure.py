@@ -12,7 +12,7 @@ from psycopg import sql
 from recall.config import Settings
 from recall.creation.consolidate import Consolidator
 from recall.creation.extraction import RunnableExtractor, RunnableSummarizer
-from recall.db.outbox import Outbox
+from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases

@@ -16,10 +16,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
-from recall.db.outbox import Outbox
 from recall.db.pool import connect_once
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.nodes.writer import TurnWriter
+from recall.nodes.turn_writer import TurnWriter
+from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.store.shared import provider_for
 from recall.testing import FakeEmbeddings

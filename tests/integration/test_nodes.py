@@ -14,12 +14,12 @@ from langchain_core.runnables import RunnableConfig
 from structlog.testing import capture_logs
 
 from recall.config import Settings
-from recall.db.outbox import Outbox
 from recall.errors import EmbeddingError, InvalidInputError, StoreError
 from recall.example.graph import build_graph
 from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.nodes.writer import TurnWriter
+from recall.nodes.turn_writer import TurnWriter
+from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.store.shared import provider_for
 from recall.testing import FakeEmbeddings

@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
-from recall.db.outbox import Outbox
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-from recall.nodes.writer import TurnWriter
+from recall.nodes.turn_writer import TurnWriter
+from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 

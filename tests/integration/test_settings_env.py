@@ -27,7 +27,7 @@ from psycopg import AsyncConnection
 from structlog.testing import capture_logs
 
 from recall import RecallStore
-from recall.config import Settings
+from recall.config import Settings, process_settings
 from recall.creation.consolidate import Consolidator
 from recall.creation.extraction import RunnableExtractor
 from recall.embeddings import MiniLMEmbeddings, configured_embeddings
@@ -68,13 +68,31 @@ def ask(text: str) -> dict[str, Any]:
     return {"messages": [HumanMessage(text)]}
 
 
+class ProcessEnv:
+    """`monkeypatch`'s `setenv` and `delenv`, each making the process read its settings again
+    (`recall.config.process_settings`, read once): a variable set here is seen as a process
+    started with it would see it."""
+
+    def __init__(self, patch: pytest.MonkeyPatch) -> None:
+        self._patch = patch
+
+    def setenv(self, name: str, value: str) -> None:
+        self._patch.setenv(name, value)
+        process_settings.cache_clear()
+
+    def delenv(self, name: str, raising: bool = True) -> None:
+        self._patch.delenv(name, raising)
+        process_settings.cache_clear()
+
+
 @pytest.fixture
-def env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> pytest.MonkeyPatch:
+def env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> ProcessEnv:
     """An environment pointing at the session database, with no other RECALL_* variable."""
+    patch = ProcessEnv(monkeypatch)
     for name in [n for n in os.environ if n.startswith("RECALL_") or n == "DATABASE_URL"]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("RECALL_DATABASE_URL", database_url)
-    return monkeypatch
+        patch.delenv(name)
+    patch.setenv("RECALL_DATABASE_URL", database_url)
+    return patch
 
 
 async def open_store(embeddings: FakeEmbeddings | None = None) -> MemoryStore:
@@ -93,7 +111,7 @@ async def await_store() -> AsyncIterator[MemoryStore]:
 
 
 @pytest.fixture
-async def env_store(env: pytest.MonkeyPatch) -> AsyncIterator[MemoryStore]:
+async def env_store(env: ProcessEnv) -> AsyncIterator[MemoryStore]:
     store = await open_store()
     yield store
     await store.close()
@@ -107,20 +125,20 @@ async def add_facts(store: MemoryStore, user: str, count: int) -> None:
 # -- where the data is ---------------------------------------------------------------------
 
 
-async def test_recall_database_url(env: pytest.MonkeyPatch, database_url: str) -> None:
+async def test_recall_database_url(env: ProcessEnv, database_url: str) -> None:
     async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
         assert store.database is not None and store.database.url == database_url
         assert store.database.embedded is None  # no embedded server was started
 
 
-async def test_database_url_fallback(env: pytest.MonkeyPatch, database_url: str) -> None:
+async def test_database_url_fallback(env: ProcessEnv, database_url: str) -> None:
     env.delenv("RECALL_DATABASE_URL")
     env.setenv("DATABASE_URL", database_url)
     async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
         assert store.database is not None and store.database.url == database_url
 
 
-async def test_recall_read_database_url(env: pytest.MonkeyPatch, database_url: str) -> None:
+async def test_recall_read_database_url(env: ProcessEnv, database_url: str) -> None:
     env.setenv("RECALL_READ_DATABASE_URL", database_url)
     async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
         assert store.read_pool is not store.pool
@@ -138,13 +156,13 @@ def run_cli(*args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_recall_data_dir(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_recall_data_dir(env: ProcessEnv, tmp_path: Path) -> None:
     env.delenv("RECALL_DATABASE_URL")
     out = run_cli("db", "status", RECALL_DATA_DIR=str(tmp_path / "elsewhere"))
     assert str(tmp_path / "elsewhere") in out.stdout
 
 
-async def test_recall_embedded_shared_buffers_mb(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+async def test_recall_embedded_shared_buffers_mb(env: ProcessEnv, tmp_path: Path) -> None:
     from recall.db.pool import locate_database
 
     env.delenv("RECALL_DATABASE_URL")
@@ -163,7 +181,7 @@ async def test_recall_embedded_shared_buffers_mb(env: pytest.MonkeyPatch, tmp_pa
 
 
 async def test_recall_queue_path(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+    env: ProcessEnv, env_store: MemoryStore, user: str, tmp_path: Path
 ) -> None:
     queue = tmp_path / "queue" / "outbox.sqlite3"
     env.setenv("RECALL_QUEUE_PATH", str(queue))
@@ -173,7 +191,7 @@ async def test_recall_queue_path(
     assert queue.exists()
 
 
-async def test_recall_auto_migrate(env: pytest.MonkeyPatch, databases: Databases) -> None:
+async def test_recall_auto_migrate(env: ProcessEnv, databases: Databases) -> None:
     env.setenv("RECALL_DATABASE_URL", await databases.create("recall_nomigrate"))
     env.setenv("RECALL_AUTO_MIGRATE", "false")
     with pytest.raises(MigrationError, match="recall migrate"):
@@ -181,7 +199,7 @@ async def test_recall_auto_migrate(env: pytest.MonkeyPatch, databases: Databases
 
 
 async def test_recall_auto_migrate_holds_for_recall_store_too(
-    env: pytest.MonkeyPatch, databases: Databases
+    env: ProcessEnv, databases: Databases
 ) -> None:
     """Both stores open their database one way (recall.db.opening): RecallStore migrated
     whatever the setting said."""
@@ -192,7 +210,7 @@ async def test_recall_auto_migrate_holds_for_recall_store_too(
             pass
 
 
-async def test_recall_connection_pool_size(env: pytest.MonkeyPatch) -> None:
+async def test_recall_connection_pool_size(env: ProcessEnv) -> None:
     env.setenv("RECALL_CONNECTION_POOL_SIZE", "3")
     async with MemoryStore.connect(embeddings=FakeEmbeddings(64)) as store:
         assert store.pool.max_size == 3
@@ -201,20 +219,20 @@ async def test_recall_connection_pool_size(env: pytest.MonkeyPatch) -> None:
 # -- the model ----------------------------------------------------------------------------
 
 
-def test_recall_embedding_model(env: pytest.MonkeyPatch) -> None:
+def test_recall_embedding_model(env: ProcessEnv) -> None:
     env.setenv("RECALL_EMBEDDING_MODEL", "no-such-model")
     with pytest.raises(ConfigError, match="RECALL_EMBEDDING_MODEL='no-such-model'"):
         configured_embeddings(Settings.from_env())
 
 
-def test_recall_embedding_backend(env: pytest.MonkeyPatch) -> None:
+def test_recall_embedding_backend(env: ProcessEnv) -> None:
     env.setenv("RECALL_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
     env.setenv("RECALL_EMBEDDING_BACKEND", "torch")
     model = configured_embeddings(Settings.from_env())
     assert isinstance(model, MiniLMEmbeddings) and model.backend == "torch"
 
 
-def test_recall_model_cache_dir(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_recall_model_cache_dir(env: ProcessEnv, tmp_path: Path) -> None:
     env.setenv("RECALL_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
     env.setenv("RECALL_MODEL_CACHE_DIR", str(tmp_path / "models"))
     model = configured_embeddings(Settings.from_env())
@@ -231,22 +249,22 @@ async def query_embeddings(question: str, times: int) -> list[str]:
     return model.queries
 
 
-async def test_recall_embedding_cache_ttl(env: pytest.MonkeyPatch) -> None:
+async def test_recall_embedding_cache_ttl(env: ProcessEnv) -> None:
     env.setenv("RECALL_EMBEDDING_CACHE_TTL", "0")
     assert await query_embeddings("the same question", 2) == ["the same question"] * 2
 
 
-async def test_recall_embedding_cache_size(env: pytest.MonkeyPatch) -> None:
+async def test_recall_embedding_cache_size(env: ProcessEnv) -> None:
     env.setenv("RECALL_EMBEDDING_CACHE_SIZE", "0")
     assert await query_embeddings("the same question", 2) == ["the same question"] * 2
 
 
-async def test_the_query_cache_is_on_by_default(env: pytest.MonkeyPatch) -> None:
+async def test_the_query_cache_is_on_by_default(env: ProcessEnv) -> None:
     """The control for the two tests above: with the defaults, one embedding."""
     assert await query_embeddings("the same question", 2) == ["the same question"]
 
 
-async def test_recall_embedding_batch_size(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_embedding_batch_size(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_EMBEDDING_BATCH_SIZE", "2")
     model = CountingEmbeddings()
     turns = [
@@ -257,7 +275,7 @@ async def test_recall_embedding_batch_size(env: pytest.MonkeyPatch, user: str) -
     assert model.batches and max(model.batches) == 2
 
 
-async def test_recall_max_query_length(env: pytest.MonkeyPatch) -> None:
+async def test_recall_max_query_length(env: ProcessEnv) -> None:
     env.setenv("RECALL_MAX_QUERY_LENGTH", "10")
     assert await query_embeddings("a question much longer than ten", 1) == ["a question"]
 
@@ -265,14 +283,14 @@ async def test_recall_max_query_length(env: pytest.MonkeyPatch) -> None:
 # -- what is stored -----------------------------------------------------------------------
 
 
-async def test_recall_max_message_length(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_max_message_length(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_MAX_MESSAGE_LENGTH", "12")
     async with await open_store() as store:
         memory = await store.add_turn(user, "a rather long message indeed", "short reply")
     assert memory.user_message == "a rather lon"
 
 
-async def test_recall_max_metadata_bytes(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_max_metadata_bytes(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_MAX_METADATA_BYTES", "20")
     async with await open_store() as store:
         with pytest.raises(InvalidInputError, match="metadata"):
@@ -280,7 +298,7 @@ async def test_recall_max_metadata_bytes(env: pytest.MonkeyPatch, user: str) -> 
 
 
 async def test_recall_min_message_length(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+    env: ProcessEnv, env_store: MemoryStore, user: str, tmp_path: Path
 ) -> None:
     env.setenv("RECALL_MIN_MESSAGE_LENGTH", "50")
     env.setenv("RECALL_QUEUE_PATH", str(tmp_path / "q.sqlite3"))
@@ -292,7 +310,7 @@ async def test_recall_min_message_length(
 
 
 async def test_recall_filter_system_messages(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+    env: ProcessEnv, env_store: MemoryStore, user: str, tmp_path: Path
 ) -> None:
     env.setenv("RECALL_QUEUE_PATH", str(tmp_path / "q.sqlite3"))
     turn = {
@@ -314,7 +332,7 @@ async def test_recall_filter_system_messages(
 
 
 async def test_recall_filter_error_responses(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str, tmp_path: Path
+    env: ProcessEnv, env_store: MemoryStore, user: str, tmp_path: Path
 ) -> None:
     env.setenv("RECALL_QUEUE_PATH", str(tmp_path / "q.sqlite3"))
     env.setenv("RECALL_FILTER_ERROR_RESPONSES", "false")
@@ -326,7 +344,7 @@ async def test_recall_filter_error_responses(
 # -- retrieval ----------------------------------------------------------------------------
 
 
-async def test_recall_max_memories(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_max_memories(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_MAX_MEMORIES", "5")
     env.setenv("RECALL_SIMILARITY_THRESHOLD", "0")
     async with await_store() as store:  # the store reads the settings; the node defers to it
@@ -335,7 +353,7 @@ async def test_recall_max_memories(env: pytest.MonkeyPatch, user: str) -> None:
     assert len(out["retrieved_memories"]) == 5
 
 
-async def test_recall_similarity_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_similarity_threshold(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_RETRIEVAL_MODE", "semantic")
 
     async def found() -> int:
@@ -350,7 +368,7 @@ async def test_recall_similarity_threshold(env: pytest.MonkeyPatch, user: str) -
     assert await found() == 0
 
 
-async def test_recall_retrieval_mode(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_retrieval_mode(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_RETRIEVAL_MODE", "keyword")
     async with await_store() as store:
         await add_facts(store, user, 1)
@@ -362,7 +380,7 @@ async def test_recall_retrieval_mode(env: pytest.MonkeyPatch, user: str) -> None
 
 
 async def test_a_store_opened_with_its_own_settings_is_not_overridden_by_the_environment(
-    env: pytest.MonkeyPatch, database_url: str, user: str
+    env: ProcessEnv, database_url: str, user: str
 ) -> None:
     """Issue 31: the node read the environment for limit, threshold and mode and passed them,
     so a store opened with explicit Settings was silently overridden. The store decides now."""
@@ -388,7 +406,7 @@ async def test_a_store_opened_with_its_own_settings_is_not_overridden_by_the_env
     assert len(out_given["retrieved_memories"]) == 2
 
 
-async def test_recall_search_timeout_ms(env: pytest.MonkeyPatch) -> None:
+async def test_recall_search_timeout_ms(env: ProcessEnv) -> None:
     env.setenv("RECALL_SEARCH_TIMEOUT_MS", "50")
     node = create_retrieve_memories_node(provider(FailingStore(delay=5.0)))
     started = time.perf_counter()
@@ -407,7 +425,7 @@ async def retrieval_event(store: MemoryStore, user: str, event: str) -> dict[str
 
 
 async def test_recall_log_search_queries(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+    env: ProcessEnv, env_store: MemoryStore, user: str
 ) -> None:
     assert "query" not in await retrieval_event(env_store, user, "memory.retrieve.start")
     env.setenv("RECALL_LOG_SEARCH_QUERIES", "true")
@@ -416,7 +434,7 @@ async def test_recall_log_search_queries(
 
 
 async def test_recall_log_similarity_scores(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+    env: ProcessEnv, env_store: MemoryStore, user: str
 ) -> None:
     env.setenv("RECALL_LOG_SIMILARITY_SCORES", "false")
     done = await retrieval_event(env_store, user, "memory.retrieve.done")
@@ -424,7 +442,7 @@ async def test_recall_log_similarity_scores(
 
 
 async def test_recall_track_retrieval_latency(
-    env: pytest.MonkeyPatch, env_store: MemoryStore, user: str
+    env: ProcessEnv, env_store: MemoryStore, user: str
 ) -> None:
     env.setenv("RECALL_TRACK_RETRIEVAL_LATENCY", "false")
     metrics = RetrievalMetrics()
@@ -436,7 +454,7 @@ async def test_recall_track_retrieval_latency(
     assert metrics.totals() == {}  # successful retrievals are not recorded
 
 
-async def test_recall_alert_on_failures(env: pytest.MonkeyPatch) -> None:
+async def test_recall_alert_on_failures(env: ProcessEnv) -> None:
     def failing_node(metrics: RetrievalMetrics) -> Any:
         store = provider(FailingStore(RuntimeError("down")))
         return create_retrieve_memories_node(store, metrics=metrics)
@@ -454,14 +472,14 @@ async def test_recall_alert_on_failures(env: pytest.MonkeyPatch) -> None:
         assert metrics.totals() == {"unexpected": 3}  # recorded either way
 
 
-async def test_recall_user_index_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_user_index_threshold(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
     async with await open_store() as store:
         await add_facts(store, user, 3)
         assert user in await store.optimize()
 
 
-async def test_recall_store_index_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_store_index_threshold(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_STORE_INDEX_THRESHOLD", "3")
     index: IndexConfig = {"dims": 16, "embed": FakeEmbeddings(16), "fields": ["text"]}
     async with RecallStore.connect(index=index) as store:
@@ -470,7 +488,7 @@ async def test_recall_store_index_threshold(env: pytest.MonkeyPatch, user: str) 
         assert await store.build_indexes() == [(user, "kb")]
 
 
-async def test_recall_store_wide_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_store_wide_threshold(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_STORE_WIDE_THRESHOLD", "3")
     index: IndexConfig = {"dims": 24, "embed": FakeEmbeddings(24), "fields": ["text"]}
     async with RecallStore.connect(index=index) as store:
@@ -497,7 +515,7 @@ async def _user_index_definition(store: MemoryStore, user: str) -> str:
     return str(row[0])
 
 
-async def _index_built_with(env: pytest.MonkeyPatch, user: str, variable: str, value: str) -> str:
+async def _index_built_with(env: ProcessEnv, user: str, variable: str, value: str) -> str:
     """The definition of `user`'s own index, built with `variable=value` in the environment."""
     env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
     env.setenv(variable, value)
@@ -507,11 +525,11 @@ async def _index_built_with(env: pytest.MonkeyPatch, user: str, variable: str, v
         return await _user_index_definition(store, user)
 
 
-async def test_recall_hnsw_m(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_hnsw_m(env: ProcessEnv, user: str) -> None:
     assert "m='5'" in await _index_built_with(env, user, "RECALL_HNSW_M", "5")
 
 
-async def test_recall_hnsw_ef_construction(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_hnsw_ef_construction(env: ProcessEnv, user: str) -> None:
     definition = await _index_built_with(env, user, "RECALL_HNSW_EF_CONSTRUCTION", "40")
     assert "ef_construction='40'" in definition
 
@@ -533,7 +551,7 @@ def vector_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 async def test_recall_hnsw_ef_search(
-    env: pytest.MonkeyPatch, vector_calls: list[dict[str, Any]], user: str
+    env: ProcessEnv, vector_calls: list[dict[str, Any]], user: str
 ) -> None:
     env.setenv("RECALL_HNSW_EF_SEARCH", "7")
     env.setenv("RECALL_USER_INDEX_THRESHOLD", "3")
@@ -546,7 +564,7 @@ async def test_recall_hnsw_ef_search(
 
 
 async def test_recall_hybrid_candidates(
-    env: pytest.MonkeyPatch, vector_calls: list[dict[str, Any]], user: str
+    env: ProcessEnv, vector_calls: list[dict[str, Any]], user: str
 ) -> None:
     env.setenv("RECALL_HYBRID_CANDIDATES", "9")
     async with await open_store() as store:
@@ -558,7 +576,7 @@ async def test_recall_hybrid_candidates(
 # -- the example server -------------------------------------------------------------------
 
 
-async def test_recall_auth_tokens(env: pytest.MonkeyPatch) -> None:
+async def test_recall_auth_tokens(env: ProcessEnv) -> None:
     from recall.server.auth import authenticate
 
     env.setenv("RECALL_AUTH_TOKENS", "t-zed:zed")
@@ -566,7 +584,7 @@ async def test_recall_auth_tokens(env: pytest.MonkeyPatch) -> None:
     assert user["identity"] == "zed"
 
 
-def test_recall_operators(env: pytest.MonkeyPatch) -> None:
+def test_recall_operators(env: ProcessEnv) -> None:
     from langgraph_sdk import Auth
 
     from recall.server.auth import operators_only
@@ -587,7 +605,7 @@ def test_recall_operators(env: pytest.MonkeyPatch) -> None:
         operators_only(change("alice"))
 
 
-def test_recall_chat_model(env: pytest.MonkeyPatch) -> None:
+def test_recall_chat_model(env: ProcessEnv) -> None:
     from recall.example.responder import create_respond_node
 
     create_respond_node()  # unset: the offline responder, no model to load
@@ -597,7 +615,7 @@ def test_recall_chat_model(env: pytest.MonkeyPatch) -> None:
     assert "no-such-provider" in str(caught.value) or isinstance(caught.value, ImportError)
 
 
-async def test_recall_metrics_summary_s(env: pytest.MonkeyPatch, env_store: MemoryStore) -> None:
+async def test_recall_metrics_summary_s(env: ProcessEnv, env_store: MemoryStore) -> None:
     from recall.server.app import app, lifespan
     from recall.store.shared import set_default_store
 
@@ -612,7 +630,7 @@ async def test_recall_metrics_summary_s(env: pytest.MonkeyPatch, env_store: Memo
     assert len([e for e in logs if e["event"] == "memory.metrics.summary"]) >= 2
 
 
-async def test_recall_log_level(env: pytest.MonkeyPatch, databases: Databases) -> None:
+async def test_recall_log_level(env: ProcessEnv, databases: Databases) -> None:
     quiet = run_cli("migrate", RECALL_DATABASE_URL=await databases.create("recall_log"))
     assert "db.migrate.applied" not in quiet.stderr  # the CLI logs warnings only by default
     loud = run_cli(
@@ -636,7 +654,7 @@ TEA = {"title": "Tea", "summary": "The user drinks green tea every morning.",
 TEA_AGAIN = {**TEA, "summary": "The user likes green tea a lot, mostly after lunch."}
 
 
-async def test_recall_consolidation_chunk_size(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_consolidation_chunk_size(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_CONSOLIDATION_CHUNK_SIZE", "2")
     async with await open_store() as store:
         for i in range(2):
@@ -645,7 +663,7 @@ async def test_recall_consolidation_chunk_size(env: pytest.MonkeyPatch, user: st
     assert result.chunks == 1 and result.created == 1  # the default (10) waits for 10 turns
 
 
-async def test_recall_dedup_threshold(env: pytest.MonkeyPatch, user: str) -> None:
+async def test_recall_dedup_threshold(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_CONSOLIDATION_CHUNK_SIZE", "1")
     env.setenv("RECALL_DEDUP_THRESHOLD", "0.5")
     async with await open_store() as store:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from recall.config import Settings, default_data_home
+from recall.config import Settings, default_data_home, process_settings
 from recall.errors import ConfigError
 
 
@@ -84,3 +84,20 @@ def test_the_data_live_in_one_folder_per_user_whatever_the_current_one() -> None
     assert default_data_home({"HOME": "/home/ana"}) == Path("/home/ana/.local/share/recall")
     assert Settings.from_env({"RECALL_DATA_DIR": "here/pg"}).data_dir == Path("here/pg")
     assert Settings().data_dir.is_absolute() and Settings().queue_path.is_absolute()
+
+
+def test_a_process_reads_its_settings_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECALL_MAX_MEMORIES", "4")
+    first = process_settings()
+    monkeypatch.setenv("RECALL_MAX_MEMORIES", "6")
+    assert process_settings() is first and first.max_memories == 4
+    process_settings.cache_clear()  # a new process (a test, a CLI invocation) reads again
+    assert process_settings().max_memories == 6
+
+
+def test_settings_that_fail_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECALL_MAX_MEMORIES", "many")
+    with pytest.raises(ConfigError, match="RECALL_MAX_MEMORIES"):
+        process_settings()
+    monkeypatch.setenv("RECALL_MAX_MEMORIES", "5")
+    assert process_settings().max_memories == 5

@@ -11,9 +11,9 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from recall.config import Settings
-from recall.db.outbox import Outbox, QueuedTurn
 from recall.errors import StoreError
-from recall.nodes.writer import TurnWriter
+from recall.nodes.turn_writer import TurnWriter
+from recall.outbox import Outbox, QueuedTurn
 
 TURN = {"user_id": "u", "user_message": "remember this", "ai_response": "ok"}
 

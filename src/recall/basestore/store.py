@@ -30,7 +30,7 @@ from recall.basestore.indexing import IndexSpec, resolve_index
 from recall.basestore.namespaces import split, validate_op
 from recall.basestore.operations import is_minutes, prepare, run_read, run_writes
 from recall.basestore.planning import IndexPlanner
-from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
+from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings, process_settings
 from recall.db.items import sweep_items
 from recall.db.migrate import bound_model
 from recall.db.opening import open_database
@@ -114,7 +114,7 @@ class RecallStore(BaseStore):
             ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`,
                 `sweep_interval_minutes`).
             search_mode: "semantic", "keyword" or "hybrid" (see the class).
-            settings: the rest of the configuration (default: `Settings.from_env()`).
+            settings: the rest of the configuration (default: `process_settings()`).
         """
         return RecallStoreConnector(cls, database_url, index, ttl, search_mode, settings)
 
@@ -325,7 +325,7 @@ class RecallStoreConnector:
             modes = ", ".join(RETRIEVAL_MODES)
             raise ConfigError(f"search_mode must be one of {modes}, not {self._search_mode!r}")
         _check_ttl(self._ttl)
-        settings = self._settings or Settings.from_env()
+        settings = self._settings or process_settings()
         if self._database_url is not None:
             settings = dataclasses.replace(settings, database_url=self._database_url)
         # an index that leaves `embed` out, with no model configured: the model the memories

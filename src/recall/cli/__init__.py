@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from recall.cli import chat, database, importing, maintenance, memories
-from recall.cli.common import settings_of
+from recall.cli.invocation import settings_of
 from recall.logs import configure_logging
 
 __all__ = ["app", "main"]

@@ -7,17 +7,9 @@ from typing import Annotated
 
 import typer
 
-from recall.cli.common import (
-    ModeOpt,
-    Retrieval,
-    ThresholdOpt,
-    UserOpt,
-    limit_option,
-    print_memories,
-    retrieval,
-    settings_of,
-    with_store,
-)
+from recall.cli.invocation import settings_of, with_store
+from recall.cli.options import ModeOpt, Retrieval, ThresholdOpt, UserOpt, limit_option, retrieval
+from recall.cli.output import print_memories
 from recall.config import Settings
 from recall.store import MemoryStore
 
@@ -54,11 +46,11 @@ async def _converse(
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from recall.db.outbox import Outbox
     from recall.example.graph import build_graph
     from recall.example.responder import create_respond_node
     from recall.nodes import create_retrieve_memories_node, create_store_memories_node
-    from recall.nodes.writer import TurnWriter
+    from recall.nodes.turn_writer import TurnWriter
+    from recall.outbox import Outbox
     from recall.store.shared import provider_for
 
     await store.warm_up()

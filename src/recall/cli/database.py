@@ -6,14 +6,8 @@ from typing import Annotated
 
 import typer
 
-from recall.cli.common import (
-    admin_connection,
-    database_location,
-    model_of,
-    prepare_model,
-    run,
-    settings_of,
-)
+from recall.cli.admin import admin_connection, model_of, prepare_model
+from recall.cli.invocation import database_location, run, settings_of
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
 from recall.db.migrate import bind_embedding_space, bound_model

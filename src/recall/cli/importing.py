@@ -16,7 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
-from recall.cli.common import UserOpt, fail, plural, settings_of, with_store
+from recall.cli.invocation import fail, settings_of, with_store
+from recall.cli.options import UserOpt
+from recall.cli.output import plural
 from recall.config import Settings
 from recall.errors import InvalidInputError
 from recall.memory import make_turn

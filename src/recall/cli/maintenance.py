@@ -6,14 +6,8 @@ from typing import Annotated
 
 import typer
 
-from recall.cli.common import (
-    admin_connection,
-    database_location,
-    fail,
-    run,
-    settings_of,
-    with_store,
-)
+from recall.cli.admin import admin_connection
+from recall.cli.invocation import database_location, fail, run, settings_of, with_store
 from recall.config import Settings
 from recall.embeddings import legacy_hint
 from recall.store import MemoryStore

@@ -6,19 +6,9 @@ from typing import Annotated
 
 import typer
 
-from recall.cli.common import (
-    JsonOpt,
-    ModeOpt,
-    ThresholdOpt,
-    UserOpt,
-    limit_option,
-    plural,
-    print_explained,
-    print_memories,
-    retrieval,
-    settings_of,
-    with_store,
-)
+from recall.cli.invocation import settings_of, with_store
+from recall.cli.options import JsonOpt, ModeOpt, ThresholdOpt, UserOpt, limit_option, retrieval
+from recall.cli.output import plural, print_explained, print_memories
 
 __all__ = ["app"]
 
@@ -102,7 +92,7 @@ def forget(
     if not yes:
         typer.confirm(f"Erase every memory of {user!r}?", abort=True)
 
-    from recall.db.outbox import existing_outboxes
+    from recall.outbox import existing_outboxes
 
     settings = settings_of(ctx)
     # turns still waiting for the database are the user's data too

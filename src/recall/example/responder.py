@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from recall.config import Settings
+from recall.config import Settings, process_settings
 from recall.messages import latest_human_text
 
 __all__ = [
@@ -59,9 +59,9 @@ def create_respond_node(
     Args:
         model: a chat model, a `provider:model` string for `init_chat_model`, or None for
             `settings.chat_model` (`RECALL_CHAT_MODEL`; unset: the offline responder).
-        settings: `Settings.from_env()` when None.
+        settings: `process_settings()` when None.
     """
-    spec = model if model is not None else (settings or Settings.from_env()).chat_model
+    spec = model if model is not None else (settings or process_settings()).chat_model
     chat: BaseChatModel | None = None
     if isinstance(spec, str):
         from langchain.chat_models import init_chat_model  # type: ignore[import-not-found,unused-ignore]

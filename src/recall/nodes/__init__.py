@@ -14,8 +14,8 @@ from recall.nodes.retrieve import (
     retrieve_memories,
     to_state_dict,
 )
+from recall.nodes.store_memories import create_store_memories_node, store_memories
 from recall.nodes.tool import create_memory_search_tool
-from recall.nodes.write import create_store_memories_node, store_memories
 
 __all__ = [
     "MAX_MEMORY_TEXT",

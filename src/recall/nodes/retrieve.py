@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 import structlog
 from langchain_core.runnables import RunnableConfig
 
-from recall.config import RetrievalMode, Settings
+from recall.config import RetrievalMode, Settings, process_settings
 from recall.memory import Memory
 from recall.messages import (
     latest_human_text,
@@ -109,7 +109,7 @@ def create_retrieve_memories_node(
         vector_search_top_k: stage-1 candidates handed to the re-ranker (25).
         rerank_timeout_ms: the re-ranker's own time limit.
         settings: the node's own settings (its timeout, logging and metrics switches);
-            `Settings.from_env()` when None. Limit, threshold and mode come from the store.
+            `process_settings()` when None. Limit, threshold and mode come from the store.
         metrics: where each retrieval is recorded; the process-wide `recall.metrics.METRICS`
             when None (docs/operations.md).
 
@@ -122,7 +122,7 @@ def create_retrieve_memories_node(
         empty.
     """
     provider = provider_for(store)
-    cfg = settings or Settings.from_env()
+    cfg = settings or process_settings()
     recorder = metrics if metrics is not None else METRICS
     timeout_ms = search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms
     timeout_s = timeout_ms / 1000

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from recall.config import Settings
+from recall.config import process_settings
 from recall.logs import configure_logging
 from recall.metrics import METRICS, prometheus_registry
 from recall.server import inspector
@@ -36,7 +36,7 @@ async def _summaries(every_s: float) -> None:
 async def lifespan(_app: Starlette) -> AsyncIterator[None]:
     """Open the process-wide store (pool, embedded server, model) once for all runs, and log
     a metrics summary every `Settings.metrics_summary_s` seconds (60)."""
-    settings = Settings.from_env()
+    settings = process_settings()
     configure_logging(settings.log_level)  # a no-op under the LangGraph server
     store: MemoryStore = await get_default_store()
     await store.warm_up()  # load the model before the first user waits

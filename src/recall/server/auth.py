@@ -1,8 +1,10 @@
 """Auth for the example server: bearer tokens mapped to user ids, and a rule for every
 resource the LangGraph server exposes (docs/security.md lists them).
 
-Tokens come from `Settings.auth_tokens` (`RECALL_AUTH_TOKENS`, "token:user,token:user", read at
-each request so a restart is not needed to rotate them); `make run` sets demo ones. Operators
+Tokens come from `Settings.auth_tokens` (`RECALL_AUTH_TOKENS`, "token:user,token:user", read
+once per process with every other setting, `recall.config.process_settings`: rotating them
+means restarting the server, whose environment nothing else can change); `make run` sets demo
+ones. Operators
 (`Settings.operators`, `RECALL_OPERATORS`) are the user ids that may change assistants and
 crons. The rules:
 - threads (and their runs): owned by their creator; every access is filtered by owner;
@@ -20,7 +22,7 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
-from recall.config import Settings
+from recall.config import Settings, process_settings
 
 __all__ = ["auth", "parse_tokens", "user_for"]
 
@@ -47,11 +49,11 @@ def _forbidden(detail: str) -> Auth.exceptions.HTTPException:
 
 
 def user_for(authorization: str | None) -> str | None:
-    """The user an `Authorization: Bearer <token>` header names (tokens read now), or None."""
+    """The user an `Authorization: Bearer <token>` header names (the process's tokens), or None."""
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token:
         return None
-    return parse_tokens(Settings.from_env().auth_tokens).get(token)
+    return parse_tokens(process_settings().auth_tokens).get(token)
 
 
 @auth.authenticate
@@ -108,7 +110,7 @@ async def crons(ctx: Auth.types.AuthContext, value: Any) -> bool:
 
 def operators_only(ctx: Auth.types.AuthContext) -> bool:
     """Allow an operator (`Settings.operators`); refuse anyone else with 403."""
-    if ctx.user.identity not in operators(Settings.from_env()):
+    if ctx.user.identity not in operators(process_settings()):
         raise _forbidden(f"only an operator may {ctx.action} {ctx.resource}")
     return True
 

@@ -20,10 +20,10 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from recall.config import RETRIEVAL_MODES, RetrievalMode
-from recall.db.outbox import existing_outboxes
 from recall.errors import InvalidInputError, RecallError
 from recall.memory import Memory
 from recall.metrics import METRICS
+from recall.outbox import existing_outboxes
 from recall.server.auth import user_for
 from recall.store import MemoryStore
 from recall.store.shared import get_default_store

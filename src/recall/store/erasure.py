@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import structlog
 
 from recall.db.memories import delete_memory, forget_user_rows
-from recall.db.outbox import Outbox
 from recall.db.userindex import drop_user_index, index_name
 from recall.memory import clean_id
+from recall.outbox import Outbox
 from recall.store.base import StoreBase
 from recall.store.checks import memory_key
 

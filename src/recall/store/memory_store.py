@@ -17,7 +17,7 @@ import structlog
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
 
-from recall.config import Settings
+from recall.config import Settings, process_settings
 from recall.db.migrate import bind_embedding_space, bound_model
 from recall.db.opening import open_database
 from recall.db.pool import open_pool
@@ -56,7 +56,7 @@ class MemoryStore(Writes, Bulk, Search, Reads, Conversations, Erasure):
         """Open a store: `async with MemoryStore.connect() as store:` (or `await` it).
 
         Args:
-            settings: None reads `Settings.from_env()`. With no database URL, the embedded
+            settings: None uses `process_settings()`. With no database URL, the embedded
                 server starts (or is reused) in `settings.data_dir`.
             embeddings: any LangChain `Embeddings`; None loads `settings.embedding_model`, or,
                 left unset, the model the database is bound to, else the default
@@ -96,7 +96,7 @@ class StoreConnector:
         Raises:
             ConfigError, StoreError, MigrationError, EmbeddingMismatchError: set-up failed.
         """
-        settings = self._settings or Settings.from_env()
+        settings = self._settings or process_settings()
         embeddings = self._embeddings
         if embeddings is None and settings.embedding_model is not None:
             embeddings = configured_embeddings(settings)  # a bad setting fails before the database

@@ -11,9 +11,8 @@ from typing import Any
 import structlog
 from langchain_core.runnables import RunnableConfig
 
-from recall.config import Settings
+from recall.config import Settings, process_settings
 from recall.creation.consolidate import ConsolidationScheduler
-from recall.db.outbox import Outbox
 from recall.errors import InvalidInputError
 from recall.messages import (
     is_error_response,
@@ -25,7 +24,8 @@ from recall.messages import (
 )
 from recall.metrics import outcome_of
 from recall.nodes.retrieve import Node
-from recall.nodes.writer import TurnWriter
+from recall.nodes.turn_writer import TurnWriter
+from recall.outbox import Outbox
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
@@ -57,7 +57,7 @@ def create_store_memories_node(
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
         writer: a ready `TurnWriter` (then `store`, `queue_path` and `wait_s` are unused).
-        settings: filtering settings; `Settings.from_env()` when None.
+        settings: filtering settings; `process_settings()` when None.
         queue_path: the durable queue file; `settings.queue_path` when None.
         wait_s: how long the node waits for the database before handing the turn off.
         consolidation: notified after each turn, to write memories in the background
@@ -67,7 +67,7 @@ def create_store_memories_node(
         `async def node(state, config) -> {}`; it never raises and never waits past `wait_s`
         (plus the local queue write).
     """
-    cfg = settings or Settings.from_env()
+    cfg = settings or process_settings()
     if writer is None:
         path = queue_path or cfg.queue_path
         writer = TurnWriter(provider_for(store), Outbox(path), wait_s=wait_s)

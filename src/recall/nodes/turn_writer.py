@@ -17,10 +17,10 @@ from typing import Any, Literal
 import structlog
 
 from recall.config import Settings
-from recall.db.outbox import Outbox
 from recall.errors import InvalidInputError
 from recall.memory import make_turn
 from recall.metrics import outcome_of
+from recall.outbox import Outbox
 from recall.store.shared import StoreProvider
 
 __all__ = ["TurnWriter", "WriteOutcome"]
