@@ -91,7 +91,7 @@ run: install-run
 demo: install-run
 	$(VENV)/bin/recall demo
 
-# Every script under benchmarks/ (benchmarks/lib/ is their library, not a script), one after the
+# Every script under benchmarks/ (benchmarks/harness/ is their library, not a script), one after the
 # other at its default sizes (latency.py alone takes tens of minutes). Each prints its table and
 # writes its section of docs/benchmarks.md. RECALL_BENCH_DATABASE_URL names a server to use
 # instead of the embedded one in .recall/bench-pgdata (load.py always starts its own: it

@@ -35,15 +35,15 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from harness.data import DIMS
+from harness.db import drop_database, fresh_database, kept_database, settle
+from harness.items import PREFIX, Items, Query, bucket, bucket_labels, make_items
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import BLOCK, Call, blocks, percentiles, timed, timed_interleaved
 from langgraph.store.base import BaseStore, IndexConfig, PutOp
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from langgraph.store.postgres.base import PostgresIndexConfig
-from lib.data import DIMS
-from lib.db import drop_database, fresh_database, kept_database, settle
-from lib.items import PREFIX, Items, Query, bucket, bucket_labels, make_items
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import BLOCK, Call, blocks, percentiles, timed, timed_interleaved
 from psycopg import sql
 
 from recall import RecallStore

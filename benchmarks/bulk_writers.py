@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from lib.corpus import conversation_pairs
-from lib.data import BATCH, Data, make_data, turns
-from lib.db import fresh_database
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
+from harness.corpus import conversation_pairs
+from harness.data import BATCH, Data, make_data, turns
+from harness.db import fresh_database
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
 
 from recall.config import Settings
 from recall.store import MemoryStore

@@ -16,12 +16,12 @@ import json
 import time
 from typing import Any
 
+from harness.db import fresh_database
+from harness.report import ROOT, git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import percentiles
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableLambda
-from lib.db import fresh_database
-from lib.report import ROOT, git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import percentiles
 
 from recall.config import Settings
 from recall.creation.consolidate import ConsolidationScheduler, Consolidator

@@ -28,12 +28,12 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from lib.corpus import load
-from lib.db import fresh_database, settle
-from lib.regimes import embed, full, turn_items
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import BLOCK, Call, percentiles, timed, timed_interleaved
+from harness.corpus import load
+from harness.db import fresh_database, settle
+from harness.regimes import embed, full, turn_items
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved
 from pgvector.psycopg import register_vector_async
 
 from recall.config import Settings

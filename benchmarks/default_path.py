@@ -5,10 +5,10 @@ defaults against the semantic-only path (`mode="semantic"`), the query embedded 
     python benchmarks/default_path.py [--size 50000] [--queries 400] [--model NAME]
 
 Two sets of users, in one database:
-- LoCoMo's full regime (benchmarks/lib/regimes.py): each dev conversation one user (about 300
+- LoCoMo's full regime (benchmarks/harness/regimes.py): each dev conversation one user (about 300
   memories), asked its own questions;
 - one user as large as benchmarks/latency.py's largest (--size memories, 50,000 by default):
-  LoCoMo turn pairs cycled and numbered as lib/data.py makes a user's texts, each vector its
+  LoCoMo turn pairs cycled and numbered as harness/data.py makes a user's texts, each vector its
   pair's embedding by the store's model plus a little noise (so no two are equal; real texts
   and real-model geometry, without embedding 50,000 texts), its HNSW index built
   (`MemoryStore.optimize`), asked --queries LoCoMo questions (a seeded sample).
@@ -26,12 +26,12 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from lib.corpus import Corpus, load
-from lib.db import fresh_database, settle
-from lib.regimes import SEED, Vectors, embed, full, turn_items
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import BLOCK, Call, percentiles, timed, timed_interleaved
+from harness.corpus import Corpus, load
+from harness.db import fresh_database, settle
+from harness.regimes import SEED, Vectors, embed, full, turn_items
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved
 
 from recall.config import DEFAULT_EMBEDDING_MODEL, Settings
 from recall.embeddings import Vector

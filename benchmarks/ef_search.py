@@ -18,11 +18,11 @@ import argparse
 from typing import Any
 
 import numpy as np
-from lib.data import exact_top, indexed_database, queries_for
-from lib.db import app_connection
-from lib.report import git_revision, machine, publish, table
-from lib.run import counts, parser, run
-from lib.timing import BLOCK, Call, blocks, percentiles, timed_interleaved
+from harness.data import exact_top, indexed_database, queries_for
+from harness.db import app_connection
+from harness.report import git_revision, machine, publish, table
+from harness.run import counts, parser, run
+from harness.timing import BLOCK, Call, blocks, percentiles, timed_interleaved
 from psycopg import AsyncConnection
 
 from recall.config import Settings

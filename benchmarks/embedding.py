@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness.corpus import conversation_pairs
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import percentiles, rotated
 from langchain_core.embeddings import Embeddings
-from lib.corpus import conversation_pairs
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import percentiles, rotated
 
 from recall.embeddings import BgeSmallEmbeddings, MiniLMEmbeddings
 from recall.embeddings.minilm import _MAX_TOKENS

@@ -32,8 +32,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from lib.report import ROOT, git_revision, machine, publish, table
-from lib.run import parser, run
+from harness.report import ROOT, git_revision, machine, publish, table
+from harness.run import parser, run
 
 TIMEOUT_S = 600.0  # a run that takes longer than this is a failure, not a number
 STAMP = Path(".venv") / ".recall-installed-run"  # the Makefile's RUN_STAMP

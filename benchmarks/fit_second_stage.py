@@ -14,7 +14,7 @@ served. The cases, each a message asked of one user:
   (repeated; evaluated only); and the new users' questions of benchmarks/data/gate_training.json
   (facts told in one thread, asked in other words);
 - other: the other conversations' questions with their speakers renamed as this
-  conversation's (benchmarks/lib/silence.py), one per small user, and the other new users';
+  conversation's (benchmarks/harness/silence.py), one per small user, and the other new users';
 - chat: the small talk and generic requests of gate_training.json.
 Held-out files (small_talk.json, paraphrase_probe.json) are never read here.
 
@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from lib.corpus import Corpus, load
-from lib.db import fresh_database, settle
-from lib.regimes import REGIMES, Regime, embed, targets, turn_items
-from lib.report import ROOT, git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.silence import rename, renamings
+from harness.corpus import Corpus, load
+from harness.db import fresh_database, settle
+from harness.regimes import REGIMES, Regime, embed, targets, turn_items
+from harness.report import ROOT, git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.silence import rename, renamings
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 

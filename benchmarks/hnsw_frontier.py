@@ -15,7 +15,7 @@ as bare vectors: one table, no store around it. Two copies of the table:
   `RecallStore`, decision 0023), built with each --builds `m:ef_construction`, searched with
   each --efs ef_search (`LIMIT 10`, the index's order).
 For each build, the peer's scan and each ef_search take turns in blocks of 25 queries
-(`lib.timing.timed_interleaved`), --rounds times, so each ratio is measured at the same time.
+(`harness.timing.timed_interleaved`), --rounds times, so each ratio is measured at the same time.
 recall@10 is against the exact (numpy) top 10. The row that matters per build is the cheapest
 ef_search reaching 0.99: its time over the peer's scan is a floor for `RecallStore`'s ratio in
 basestore.py, since the store does all of this scan and more (the exact re-check, the items'
@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from lib.db import drop_database, fresh_database
-from lib.items import PREFIX, Items, Query, make_items
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import Call, percentiles, timed_interleaved
+from harness.db import drop_database, fresh_database
+from harness.items import PREFIX, Items, Query, make_items
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import Call, percentiles, timed_interleaved
 from pgvector.psycopg import register_vector_async
 from psycopg import AsyncConnection, sql
 
@@ -190,6 +190,7 @@ async def main() -> None:
                     rows.append([
                         label, f"{m} / {efc}", name, f"{rec:.4f}", f"{p50:.2f} / {p95:.2f}",
                         f"{peer_recall:.4f}", f"{peer_p50:.2f} / {peer_p95:.2f}",
+                        f"{p50 / peer_p50:.2f}",
                         f"{p95 / peer_p95:.2f}" + (" (cheapest at 0.99)" if first else ""),
                     ])  # fmt: skip
                 print(table(HEADERS, rows[-len(args.efs) :]), flush=True)
@@ -201,7 +202,7 @@ async def main() -> None:
 
 HEADERS = [
     "searched", "m / ef_construction", "our scan", "recall@10 ours", "ours p50 / p95 ms",
-    "recall@10 peer", "peer p50 / p95 ms", "p95 ours/peer",
+    "recall@10 peer", "peer p50 / p95 ms", "p50 ours/peer", "p95 ours/peer",
 ]  # fmt: skip
 
 

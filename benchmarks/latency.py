@@ -29,16 +29,16 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
+from harness.corpus import conversation_pairs
+from harness.data import DIMS, Data, Query, exact_top, load, make_data, queries_for, search_call
+from harness.db import fresh_database, settle
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved, timed_warm
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from langgraph.store.postgres.base import ANNIndexConfig, HNSWConfig, PostgresIndexConfig
-from lib.corpus import conversation_pairs
-from lib.data import DIMS, Data, Query, exact_top, load, make_data, queries_for, search_call
-from lib.db import fresh_database, settle
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import BLOCK, Call, percentiles, timed, timed_interleaved, timed_warm
 
 from recall.config import RetrievalMode, Settings
 from recall.nodes import create_retrieve_memories_node

@@ -14,10 +14,10 @@ import asyncio
 import time
 from typing import Any
 
+from harness.report import ROOT, git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import percentiles
 from langchain_core.messages import AIMessage, HumanMessage
-from lib.report import ROOT, git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import percentiles
 
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer

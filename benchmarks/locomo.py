@@ -10,11 +10,11 @@ messages no memory answers, in three more regimes (issue 29); reach and silence 
 
 One memory per consecutive turn pair ("Speaker: text" on both sides, image captions included),
 dated by its session. Questions of categories 1-4 are asked; a hit is an evidence turn's
-memory in the top k. The regimes (benchmarks/lib/regimes.py): full, each conversation one user;
+memory in the top k. The regimes (benchmarks/harness/regimes.py): full, each conversation one user;
 small, per question a user holding its evidence sessions and two other sessions of the same
 conversation; repeated, each conversation plus every question asked once before and answered
 "I'm not sure." (its echo). Every text is embedded once; the searches take the precomputed
-query vectors. The silence regimes (benchmarks/lib/silence.py) ask the full or the small
+query vectors. The silence regimes (benchmarks/harness/silence.py) ask the full or the small
 regime's users questions of the other conversations, their speakers renamed as the user's, and
 the lines of benchmarks/data/small_talk.json (held out: not for tuning); each is asked at the
 store's defaults (`store.search(user, text)`: no mode, limit or threshold given). Every regime's
@@ -34,14 +34,14 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from lib.corpus import CATEGORIES, Corpus, load
-from lib.db import fresh_database, settle
-from lib.heldout import small_talk
-from lib.regimes import REGIMES, Regime, Target, Vectors, embed, targets, turn_items
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.silence import SILENCES, SWEEP, Silence, Unanswered, passing, silence, sweep_mismatches
-from lib.timing import percentiles, timed_interleaved
+from harness.corpus import CATEGORIES, Corpus, load
+from harness.db import fresh_database, settle
+from harness.heldout import small_talk
+from harness.regimes import REGIMES, Regime, Target, Vectors, embed, targets, turn_items
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.silence import SILENCES, SWEEP, Silence, Unanswered, passing, silence, sweep_mismatches
+from harness.timing import percentiles, timed_interleaved
 
 from recall.config import DEFAULT_EMBEDDING_MODEL, RetrievalMode, Settings
 from recall.db.search import keyword_rows, vector_rows
@@ -376,7 +376,7 @@ def report(
 `{run["command"]}` on {machine()}, commit {run["revision"]}, {datetime.now():%Y-%m-%d}.
 {len(first)} questions (categories 1-4), one memory per turn pair, {run["model"]},
 fusion model {fusion}.
-Each regime asks every question once, of its own users (benchmarks/lib/regimes.py):
+Each regime asks every question once, of its own users (benchmarks/harness/regimes.py):
 
 {regimes}
 
@@ -400,7 +400,7 @@ any echo:
 
 Silence at the store's defaults (`store.search(user, text)`: {limits}):
 messages that none of the user's memories answers, which should return nothing (issue 29;
-benchmarks/lib/silence.py).
+benchmarks/harness/silence.py).
 silence-other asks each full-regime user every question of the other conversations, their two
 speakers renamed as the user's two (speaker_a as speaker_a, speaker_b as speaker_b, short and
 misspelt forms too), so no name gives them away; small-talk asks each full-regime user every

@@ -23,12 +23,12 @@ import time
 from contextlib import AsyncExitStack
 
 import numpy as np
-from lib.corpus import conversation_pairs
-from lib.data import Query, load, make_data, queries_for, search_call
-from lib.db import fresh_database, settle
-from lib.report import git_revision, machine, publish, table
-from lib.run import counts, parser, run
-from lib.timing import percentiles, rotated
+from harness.corpus import conversation_pairs
+from harness.data import Query, load, make_data, queries_for, search_call
+from harness.db import fresh_database, settle
+from harness.report import git_revision, machine, publish, table
+from harness.run import counts, parser, run
+from harness.timing import percentiles, rotated
 
 from recall.config import Settings
 from recall.db.pool import open_pool

@@ -11,7 +11,7 @@ model embedding it; then each question and each small-talk line goes to
 `store.search(user, text)` (no mode, limit or threshold given), the text embedded by the store.
 Counted: the right fact first, the right fact among what returns, nothing returned, and the
 small-talk lines that return nothing; and the same per threshold 0.1 to 0.9, cut from one search
-at threshold 0 (the threshold compares `Memory.score`: benchmarks/lib/silence.py). Writes
+at threshold 0 (the threshold compares `Memory.score`: benchmarks/harness/silence.py). Writes
 docs/benchmarks.md (section "probe").
 """
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from lib.db import fresh_database
-from lib.heldout import Probe, paraphrase_probe, small_talk
-from lib.report import git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.silence import SWEEP, passing, sweep_mismatches
+from harness.db import fresh_database
+from harness.heldout import Probe, paraphrase_probe, small_talk
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.silence import SWEEP, passing, sweep_mismatches
 
 from recall.config import DEFAULT_EMBEDDING_MODEL, Settings
 from recall.embeddings.bge import BGE_MODEL_NAME

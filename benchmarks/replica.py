@@ -2,7 +2,7 @@
 
     python benchmarks/replica.py [--writes 300] [--writers 16]
 
-Makes a throw-away primary and a standby with `pg_basebackup -R` (tests/replica.py: the
+Makes a throw-away primary and a standby with `pg_basebackup -R` (harness/standby.py: the
 embedded server's PostgreSQL 18, on Unix sockets, fsync off), with the fake 64-dim embedder so
 only the database counts. Lag: after each of --writes turns (`add_turn`, one at a time) the
 time until the standby has replayed the primary's WAL end, polled on an open connection;
@@ -16,21 +16,18 @@ primary while it is behind) against a search with nothing to check. Writes docs/
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 import uuid
 from typing import Any
 
-from lib.report import ROOT, git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import percentiles, rotated
+from harness.report import git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.standby import StreamingPair, missing_tools
+from harness.timing import percentiles, rotated
 
 from recall.config import Settings
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
-
-sys.path.insert(0, str(ROOT))  # the pair is the tests' (tests/replica.py)
-from tests.replica import StreamingPair, missing_tools
 
 TEXT = "I adopted a dog named Max and we walk by the river every morning"
 

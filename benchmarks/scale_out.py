@@ -26,11 +26,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from lib.corpus import conversation_pairs
-from lib.data import BATCH, Data, make_data, queries_for, search_call, turns
-from lib.report import ROOT, git_revision, machine, publish, table
-from lib.run import parser, run
-from lib.timing import percentiles
+from harness.corpus import conversation_pairs
+from harness.data import BATCH, Data, make_data, queries_for, search_call, turns
+from harness.report import ROOT, git_revision, machine, publish, table
+from harness.run import parser, run
+from harness.timing import percentiles
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from recall.basestore import RecallStore
-from recall.db.migrate import apply_migrations, distribute
+from recall.config import Settings
+from recall.db.migrate import apply_migrations, distribute, load_migrations
 from recall.db.pool import connect_once
 from recall.db.sql import query
+from recall.memory import make_turn
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -49,6 +51,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
     )
     assert [f[0] for f in functions] == [
         "recall.add_memory",
+        "recall.insert_memory",  # migration 0018: add_memory calls it on the user's worker
         "recall.search_details",  # migration 0014
         "recall.search_exact",
         "recall.search_indexed",
@@ -68,6 +71,14 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         b" 'search_keyword', 'search_terms')$$)",
     )
     assert workers and all(w == (True, "6") for w in workers), workers
+    # migration 0018: the one memory INSERT reached the workers, with its caller's rights
+    inserts = await _rows(
+        database_url,
+        b"SELECT success, result FROM run_command_on_workers($$"
+        b" SELECT count(*) FILTER (WHERE NOT prosecdef) FROM pg_proc"
+        b" WHERE pronamespace = 'recall'::regnamespace AND proname = 'insert_memory'$$)",
+    )
+    assert inserts and all(w == (True, "1") for w in inserts), inserts
 
 
 async def test_migrating_again_changes_nothing(store: MemoryStore, database_url: str) -> None:
@@ -152,3 +163,34 @@ async def test_recall_store_works_on_the_coordinator(databases: Databases) -> No
         assert await s.alist_namespaces(prefix=("bob",)) == [("bob", "memories")]
         await s.adelete(("alice", "memories"), "m1")
         assert await s.aget(("alice", "memories"), "m1") is None
+
+
+async def test_a_cluster_distributed_before_0018_gets_the_one_insert(databases: Databases) -> None:
+    """Migration 0018 on a cluster already distributed by 0017's schema: add_memory's new body
+    calls recall.insert_memory on the user's worker, and a chunk's transaction calls it as the
+    app role; both store their rows."""
+    url = await databases.create("recall_upgrade_0018")
+    conn = await connect_once(url)
+    try:
+        older = [m for m in load_migrations() if m.version < 18]
+        await apply_migrations(conn, older)
+        assert await distribute(conn) == 0  # apply_migrations distributed already
+        assert [m.version for m in load_migrations() if m.version >= 18] == [18]
+    finally:
+        await conn.close()
+    settings = Settings(database_url=url, embedding_cache_ttl=0)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
+        added = await store.add_turn("u-0018", "my dog is Rex", "noted", conversation_id="c1")
+        again = await store.add_turn("u-0018", "my dog is Rex", "noted", conversation_id="c1")
+        assert added.id == again.id  # the same turn, stored once
+        pending = await store.pending_turns("u-0018", "c1", 10)
+        memory = make_turn("u-0018", "has a dog, Rex", "", conversation_id="c1", kind="summary")
+        [vector] = await store.embedder.embed_documents([memory.text])
+        stored = await store.store_chunk(
+            "u-0018", "c1", [memory], [vector], through=pending[-1], dedup_threshold=0.95
+        )
+        assert stored.created == 1
+        [summary] = await store.conversation_recent("u-0018", "c1", 5)
+        assert (summary.kind, summary.user_message) == ("summary", "has a dog, Rex")
+        [turn] = await store.conversation_recent("u-0018", "c1", 5, kinds=("turn",))
+        assert turn.id == added.id

@@ -1,6 +1,6 @@
 """A real streaming replica: a primary and a standby made from it with `pg_basebackup -R`
-(tests/replica.py). Searches run on the standby, writes on the primary; what a user sees
-while the standby lags, and the store reading its own writes (decision 0021)."""
+(benchmarks/harness/standby.py). Searches run on the standby, writes on the primary; what a
+user sees while the standby lags, and the store reading its own writes (decision 0021)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from harness.standby import StreamingPair, missing_tools
 from structlog.testing import capture_logs
 
 from recall.config import Settings
 from recall.memory import Memory
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
-from tests.replica import StreamingPair, missing_tools
 
 pytestmark = pytest.mark.slow
 

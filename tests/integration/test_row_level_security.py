@@ -123,3 +123,22 @@ async def test_a_per_user_call_reads_the_named_user_only_and_leaves_the_callers_
         assert [r[0] for r in await cur.fetchall()] == ["theirs: the red door"]
         cur = await conn.execute(b"SELECT DISTINCT user_id FROM recall.memories")
         assert {r[0] for r in await cur.fetchall()} == {user}
+
+
+async def test_one_statement_inserts_a_memory_row(store: MemoryStore) -> None:
+    """Issue 31: of every live function, only recall.insert_memory inserts into
+    recall.memories (migration 0018), add_memory goes through it, and the app role calls it
+    with its own rights (store_chunk, inside the chunk's transaction)."""
+    async with store.pool.connection() as conn:
+        cur = await conn.execute(
+            b"SELECT p.proname, p.prosecdef, p.prosrc,"
+            b" has_function_privilege('recall_app', p.oid, 'EXECUTE')"
+            b" FROM pg_proc AS p WHERE p.pronamespace = 'recall'::regnamespace"
+        )
+        rows = await cur.fetchall()
+    bodies = {name: source for name, _definer, source, _may in rows}
+    inserting = sorted(n for n, src in bodies.items() if "INSERT INTO recall.memories" in src)
+    assert inserting == ["insert_memory"]
+    assert "recall.insert_memory(" in bodies["add_memory"]
+    definer, may = next((d, m) for n, d, _s, m in rows if n == "insert_memory")
+    assert not definer and may

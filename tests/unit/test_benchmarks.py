@@ -1,5 +1,5 @@
-"""The benchmarks' layout and shared library (benchmarks/lib): one script per question, each
-started through `lib.run.run` (logging as deployed), none imported by another; compared
+"""The benchmarks' layout and shared library (benchmarks/harness): one script per question, each
+started through `harness.run.run` (logging as deployed), none imported by another; compared
 systems timed in turns; each script's section of docs/benchmarks.md replaced in place."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 if TYPE_CHECKING:
-    from lib.corpus import Corpus
-    from lib.regimes import Regime
+    from harness.corpus import Corpus
+    from harness.regimes import Regime
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
@@ -65,8 +65,8 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
 def test_each_benchmark_starts_through_lib_run_and_publishes_its_section(script: Path) -> None:
     tree = ast.parse(script.read_text())
     imported = _imported_from(tree)
-    assert {"parser", "run"} <= imported["lib.run"]
-    assert "publish" in imported["lib.report"]
+    assert {"parser", "run"} <= imported["harness.run"]
+    assert "publish" in imported["harness.report"]
     (stmt,) = _main_block(tree)
     assert ast.unparse(stmt) == "run(main)"
     publishes = [
@@ -88,7 +88,7 @@ def test_no_script_is_another_scripts_library(script: Path) -> None:
 
 def test_the_library_imports_no_script() -> None:
     scripts = {p.stem for p in SCRIPTS}
-    for module in sorted((BENCHMARKS / "lib").glob("*.py")):
+    for module in sorted((BENCHMARKS / "harness").glob("*.py")):
         imported = _imported_from(ast.parse(module.read_text()))
         assert not {name.split(".")[0] for name in imported} & scripts, module.name
 
@@ -100,7 +100,7 @@ def test_run_configures_logging_before_main(tmp_path: Path, kind: str) -> None:
         "import sys\n"
         f"sys.path.insert(0, {str(BENCHMARKS)!r})\n"
         "import structlog\n"
-        "from lib.run import run\n"
+        "from harness.run import run\n"
         f"{kind} main():\n"
         "    log = structlog.stdlib.get_logger('recall.bench')\n"
         "    log.debug('bench.debug', n=1)\n"
@@ -118,8 +118,8 @@ def test_run_configures_logging_before_main(tmp_path: Path, kind: str) -> None:
 
 
 def test_parser_has_no_write_and_the_locomo_file_when_asked() -> None:
-    from lib.corpus import LOCOMO
-    from lib.run import parser
+    from harness.corpus import LOCOMO
+    from harness.run import parser
 
     assert parser("doc").parse_args([]).no_write is False
     assert parser("doc").parse_args(["--no-write"]).no_write is True
@@ -139,7 +139,7 @@ def _recorder(ran: list[tuple[str, int]]) -> Callable[[str, int], Callable[[], A
 
 
 async def test_timed_interleaved_takes_turns_in_blocks_and_turns_the_order() -> None:
-    from lib.timing import timed_interleaved
+    from harness.timing import timed_interleaved
 
     ran: list[tuple[str, int]] = []
     call = _recorder(ran)
@@ -158,7 +158,7 @@ async def test_timed_interleaved_takes_turns_in_blocks_and_turns_the_order() -> 
 
 
 async def test_timed_interleaved_goes_on_turning_from_first_turn() -> None:
-    from lib.timing import blocks, timed_interleaved
+    from harness.timing import blocks, timed_interleaved
 
     ran: list[tuple[str, int]] = []
     call = _recorder(ran)
@@ -173,7 +173,7 @@ async def test_timed_interleaved_goes_on_turning_from_first_turn() -> None:
 
 
 async def test_timed_interleaved_refuses_systems_with_different_queries() -> None:
-    from lib.timing import timed_interleaved
+    from harness.timing import timed_interleaved
 
     async def nothing() -> None:
         return None
@@ -183,7 +183,7 @@ async def test_timed_interleaved_refuses_systems_with_different_queries() -> Non
 
 
 def test_counts_reads_the_option_and_requires_the_default() -> None:
-    from lib.run import counts
+    from harness.run import counts
 
     assert counts("2,4,10,20", default=10, option="--sizes") == [2, 4, 10, 20]
     with pytest.raises(SystemExit, match=r"--sizes must include the default \(10\)"):
@@ -191,7 +191,7 @@ def test_counts_reads_the_option_and_requires_the_default() -> None:
 
 
 def test_rotated_starts_each_turn_one_further() -> None:
-    from lib.timing import rotated
+    from harness.timing import rotated
 
     assert [rotated([2, 4, 10], turn) for turn in range(4)] == [
         [2, 4, 10], [4, 10, 2], [10, 2, 4], [2, 4, 10],
@@ -200,7 +200,7 @@ def test_rotated_starts_each_turn_one_further() -> None:
 
 
 def test_percentiles_default_to_p50_p95_p99() -> None:
-    from lib.timing import percentiles
+    from harness.timing import percentiles
 
     values = [float(v) for v in range(1, 101)]
     assert percentiles(values) == pytest.approx([50.5, 95.05, 99.01])
@@ -210,7 +210,7 @@ def test_percentiles_default_to_p50_p95_p99() -> None:
 def test_write_section_replaces_its_own_section_only_and_appends_a_new_one(
     tmp_path: Path,
 ) -> None:
-    from lib.report import write_section
+    from harness.report import write_section
 
     doc = tmp_path / "benchmarks.md"
     doc.write_text(
@@ -226,7 +226,7 @@ def test_write_section_replaces_its_own_section_only_and_appends_a_new_one(
 
 
 def test_table_is_markdown() -> None:
-    from lib.report import table
+    from harness.report import table
 
     assert table(["a", "b"], [[1, "x"], [2.5, None]]) == (
         "| a | b |\n|---|---|\n| 1 | x |\n| 2.5 | None |"
@@ -240,7 +240,7 @@ def test_table_is_markdown() -> None:
 def test_skewed_users_hold_every_memory_a_quarter_in_large_users(
     n: int, large_users: int, large_size: int
 ) -> None:
-    from lib.data import skewed_users
+    from harness.data import skewed_users
 
     users = skewed_users(n, np.random.default_rng(n))
     large = {u: size for u, size in users.items() if u.startswith("large")}
@@ -251,7 +251,7 @@ def test_skewed_users_hold_every_memory_a_quarter_in_large_users(
 
 
 def test_exact_top_is_the_users_nearest_memories() -> None:
-    from lib.data import DIMS, Data, exact_top, queries_for, unit
+    from harness.data import DIMS, Data, exact_top, queries_for, unit
 
     rng = np.random.default_rng(0)
     vectors = unit(rng.normal(size=(50, DIMS)))
@@ -268,7 +268,7 @@ def test_exact_top_is_the_users_nearest_memories() -> None:
 
 @pytest.mark.parametrize(("total", "count"), [(100_000, 1_000), (5_000, 100), (7, 7)])
 def test_skewed_namespaces_hold_every_item_each_at_least_one(total: int, count: int) -> None:
-    from lib.items import skewed_sizes
+    from harness.items import skewed_sizes
 
     sizes = skewed_sizes(total, count, np.random.default_rng(total))
     assert len(sizes) == count and int(sizes.sum()) == total and int(sizes.min()) >= 1
@@ -279,7 +279,7 @@ def test_skewed_namespaces_hold_every_item_each_at_least_one(total: int, count: 
 
 
 async def test_items_answer_their_queries_exactly_and_embed_by_lookup() -> None:
-    from lib.items import PREFIX, bucket, bucket_labels, key, make_items
+    from harness.items import PREFIX, bucket, bucket_labels, key, make_items
 
     items = make_items(600, 20, 2, np.random.default_rng(1))
     puts = list(items.puts())
@@ -346,7 +346,7 @@ def corpus_file(tmp_path: Path) -> Path:
 
 
 def test_load_gives_each_pair_its_session(corpus_file: Path) -> None:
-    from lib.corpus import load
+    from harness.corpus import load
 
     corpus = load(corpus_file)
     assert len(corpus.turns) == len(corpus.sessions) == 2 * (6 + 5)
@@ -360,8 +360,8 @@ def test_load_gives_each_pair_its_session(corpus_file: Path) -> None:
 
 
 def test_full_regime_is_one_user_per_conversation_with_every_pair(corpus_file: Path) -> None:
-    from lib.corpus import load
-    from lib.regimes import full
+    from harness.corpus import load
+    from harness.regimes import full
 
     corpus = load(corpus_file)
     regime = full(corpus)
@@ -385,8 +385,8 @@ def _held_sessions(corpus: Corpus, regime: Regime, user: str) -> dict[int, list[
 def test_a_small_user_holds_the_evidence_sessions_and_exactly_two_others(
     corpus_file: Path,
 ) -> None:
-    from lib.corpus import load
-    from lib.regimes import evidence_sessions, small_users
+    from harness.corpus import load
+    from harness.regimes import evidence_sessions, small_users
 
     corpus = load(corpus_file)
     regime = small_users(corpus)
@@ -408,8 +408,8 @@ def test_a_small_user_holds_the_evidence_sessions_and_exactly_two_others(
 
 
 def test_small_users_are_picked_the_same_whatever_else_is_loaded(corpus_file: Path) -> None:
-    from lib.corpus import load
-    from lib.regimes import small_users
+    from harness.corpus import load
+    from harness.regimes import small_users
 
     both = small_users(load(corpus_file))
     alone = small_users(load(corpus_file, conversations=1))
@@ -422,8 +422,8 @@ def test_small_users_are_picked_the_same_whatever_else_is_loaded(corpus_file: Pa
 def test_a_conversation_with_few_sessions_gives_its_small_users_all_there_are(
     tmp_path: Path,
 ) -> None:
-    from lib.corpus import load
-    from lib.regimes import small_users
+    from harness.corpus import load
+    from harness.regimes import small_users
 
     path = tmp_path / "short.json"
     path.write_text(json.dumps([_conversation("conv-c", 2, [("Q?", ["D1:1"], 4)])]))
@@ -435,8 +435,8 @@ def test_a_conversation_with_few_sessions_gives_its_small_users_all_there_are(
 def test_the_repeated_regime_stores_one_echo_per_question_after_the_last_session(
     corpus_file: Path,
 ) -> None:
-    from lib.corpus import load
-    from lib.regimes import ECHO_REPLY, Vectors, repeated, turn_items
+    from harness.corpus import load
+    from harness.regimes import ECHO_REPLY, Vectors, repeated, turn_items
 
     corpus = load(corpus_file)
     regime = repeated(corpus)
@@ -483,8 +483,8 @@ def test_the_repeated_regime_stores_one_echo_per_question_after_the_last_session
 
 
 def test_turn_items_refuse_an_echo_without_vectors(corpus_file: Path) -> None:
-    from lib.corpus import load
-    from lib.regimes import Vectors, repeated, turn_items
+    from harness.corpus import load
+    from harness.regimes import Vectors, repeated, turn_items
 
     corpus = load(corpus_file)
     vectors = Vectors([np.zeros(3, dtype=np.float32)] * len(corpus.turns), None, [])
@@ -493,8 +493,8 @@ def test_turn_items_refuse_an_echo_without_vectors(corpus_file: Path) -> None:
 
 
 def test_targets_name_the_evidence_the_other_sessions_and_the_echoes(corpus_file: Path) -> None:
-    from lib.corpus import load
-    from lib.regimes import repeated, small_users, targets
+    from harness.corpus import load
+    from harness.regimes import repeated, small_users, targets
 
     corpus = load(corpus_file)
     regime = repeated(corpus)
@@ -526,8 +526,8 @@ def test_targets_name_the_evidence_the_other_sessions_and_the_echoes(corpus_file
 
 
 def test_on_locomo_every_small_user_holds_exactly_two_sessions_without_evidence() -> None:
-    from lib.corpus import LOCOMO, load
-    from lib.regimes import evidence_sessions, small_users
+    from harness.corpus import LOCOMO, load
+    from harness.regimes import evidence_sessions, small_users
 
     if not LOCOMO.exists():
         pytest.skip(f"no LoCoMo dev file at {LOCOMO}")
@@ -543,7 +543,7 @@ def test_on_locomo_every_small_user_holds_exactly_two_sessions_without_evidence(
 
 
 def test_rename_replaces_whole_names_in_one_pass_and_keeps_possessives() -> None:
-    from lib.silence import rename
+    from harness.silence import rename
 
     swap = {"Ann": "Bob", "Bob": "Ann", "Mel": "Gina"}
     assert rename("Did Ann meet Bob's sister?", swap) == "Did Bob meet Ann's sister?"
@@ -553,7 +553,7 @@ def test_rename_replaces_whole_names_in_one_pass_and_keeps_possessives() -> None
 
 
 def test_name_forms_take_short_and_misspelt_names_and_leave_others() -> None:
-    from lib.silence import name_forms
+    from harness.silence import name_forms
 
     questions = [
         "What did Mel paint?", "Who is Anthony?", "Which city did Jean and John visit?",
@@ -574,9 +574,9 @@ def _two_pairs(name: str, speakers: tuple[str, str], questions: list[str]) -> di
 
 
 def test_other_conversations_ask_every_user_the_others_questions_renamed(tmp_path: Path) -> None:
-    from lib.corpus import load
-    from lib.regimes import full, small_users
-    from lib.silence import SILENCES, conversation_of, sampled_others, silence
+    from harness.corpus import load
+    from harness.regimes import full, small_users
+    from harness.silence import SILENCES, conversation_of, sampled_others, silence
 
     path = tmp_path / "two.json"
     first = _two_pairs("conv-a", ("Caroline", "Melanie"), ["Where did Mel go with Caroline?"])
@@ -619,7 +619,7 @@ def _memory(key: str, score: float | None) -> Any:
 
 
 def test_the_sweep_cuts_a_threshold_zero_search_by_score() -> None:
-    from lib.silence import SWEEP, passing, sweep_mismatches
+    from harness.silence import SWEEP, passing, sweep_mismatches
 
     found = [_memory("a", 0.9), _memory("b", 0.5), _memory("c", 0.2)]
     assert SWEEP == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -630,7 +630,7 @@ def test_the_sweep_cuts_a_threshold_zero_search_by_score() -> None:
 
 
 def test_content_words_drop_stop_words_and_meet_at_their_stems() -> None:
-    from lib.heldout import content_words, shared_content_words
+    from harness.heldout import content_words, shared_content_words
 
     assert content_words("I've been learning the cello") == {"learn", "cello"}
     assert shared_content_words("I have been running", "Which runs?") == {"run"}
@@ -641,7 +641,7 @@ def test_content_words_drop_stop_words_and_meet_at_their_stems() -> None:
 
 
 def test_the_paraphrase_probe_shares_no_content_word_with_its_facts() -> None:
-    from lib.heldout import paraphrase_probe, shared_content_words
+    from harness.heldout import paraphrase_probe, shared_content_words
 
     probe = paraphrase_probe()
     facts = [t.fact for t in probe.thread if t.fact is not None]
@@ -654,9 +654,28 @@ def test_the_paraphrase_probe_shares_no_content_word_with_its_facts() -> None:
 
 
 def test_small_talk_has_forty_lines_or_more_in_varied_families() -> None:
-    from lib.heldout import SMALL_TALK, small_talk
+    from harness.heldout import SMALL_TALK, small_talk
 
     lines = small_talk()
     families = {line["family"] for line in json.loads(SMALL_TALK.read_text())["lines"]}
     assert len(lines) >= 40 and len(set(lines)) == len(lines)
     assert len(families) >= 10
+
+
+def test_no_benchmark_reaches_into_the_tests() -> None:
+    """Issue 31: a script or the harness imports neither tests/ nor anything through a
+    changed `sys.path`; what tests and benchmarks share lives in the harness."""
+    wrong = []
+    for path in [*SCRIPTS, *sorted((BENCHMARKS / "harness").glob("*.py"))]:
+        tree = ast.parse(path.read_text())
+        if any(m == "tests" or m.startswith("tests.") for m in _imported_from(tree)):
+            wrong.append(f"{path.name} imports tests")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr == "path"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "sys"
+            ):
+                wrong.append(f"{path.name}:{node.lineno} uses sys.path")
+    assert not wrong, wrong

@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 
 from recall.config import Settings
 from recall.errors import StoreError
+from recall.memory import Turn
 from recall.nodes.turn_writer import TurnWriter
 from recall.outbox import Outbox, QueuedTurn
 
@@ -73,3 +74,45 @@ async def test_the_writer_counts_each_failed_attempt(tmp_path: Path) -> None:
     # the kind is the metrics' vocabulary (recall.metrics.outcome_of), as for a retrieval
     assert {e["kind"] for e in logs if e["event"] == "memory.write.error"} == {"database"}
     assert _attempts_on_disk(path) == [3]
+
+
+async def test_a_turn_is_checked_once_on_its_way_and_again_when_read_back(tmp_path: Path) -> None:
+    """Issue 31: the writer checks a turn with the serving store's limits and hands that very
+    turn to the same store (`add_checked_turn`); a turn read back from the queue file (after an
+    outage or a restart) goes through `add_turn`, which checks it with the limits of the store
+    that writes it then."""
+    seen: list[tuple[str, Any]] = []
+
+    class Serving:
+        settings = Settings(max_message_length=40)
+
+        async def add_checked_turn(self, turn: Turn) -> None:
+            seen.append(("checked", turn))
+
+        async def add_turn(self, **turn: Any) -> None:
+            seen.append(("add_turn", turn))
+
+    serving = Serving()
+
+    async def provider() -> Any:
+        return serving
+
+    path = tmp_path / "outbox.sqlite3"
+    writer = TurnWriter(provider, Outbox(path), wait_s=1.0)
+    long = "word " * 20  # 100 characters: cut to the store's 40 when checked
+    now = datetime.now(UTC)
+    outcome = await writer.submit("u", long, "ok", conversation_id="c", created_at=now)
+    assert outcome == "stored"
+    [(how, turn)] = seen
+    assert how == "checked" and isinstance(turn, Turn)
+    assert len(turn.user_message) <= 40 and turn.conversation_id == "c"
+    await writer.close()
+
+    seen.clear()
+    queued = Outbox(path)  # a turn left in the file by an earlier process
+    await queued.put("u", {**TURN, "conversation_id": "c"})
+    queued.close()
+    restarted = TurnWriter(provider, Outbox(path), wait_s=1.0)
+    assert await restarted.drain() == 1
+    assert seen == [("add_turn", {**TURN, "conversation_id": "c"})]
+    await restarted.close()

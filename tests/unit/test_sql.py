@@ -30,3 +30,19 @@ def test_migrations_are_numbered_from_one_in_order() -> None:
     sets of versions, not the highest one."""
     versions = [m.version for m in load_migrations()]
     assert versions[0] == 1 and versions == sorted(set(versions))
+
+
+def test_the_only_memory_insert_in_the_code_is_the_import_batch() -> None:
+    """Issue 31: one row goes in through recall.insert_memory (migration 0018, checked live by
+    tests/integration/test_row_level_security.py); the code's SQL holds one more INSERT into
+    recall.memories, an import batch's set-based merge, and Python holds none."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "recall"
+    found = []
+    for path in sorted(src.rglob("*.sql")):
+        for name, body in parse_blocks(path.read_text("utf-8")).items():
+            if b"INSERT INTO recall.memories" in body:
+                found.append(f"{path.name}:{name}")
+    assert found == ["queries.sql:merge_import"]
+    assert not [p for p in src.rglob("*.py") if "INSERT INTO recall.memories" in p.read_text()]

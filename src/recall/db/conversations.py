@@ -98,7 +98,7 @@ async def store_chunk(
             identical += 1
         else:
             created += 1
-            last = str(inserted.id)
+            last = str(inserted.memory_id)
     await run(
         conn,
         "progress_set",

@@ -59,21 +59,18 @@ UPDATE recall.embedding_space
 SET model_name = %(model_name)s, dimensions = %(dimensions)s, bound_at = now();
 
 -- name: insert_memory
-INSERT INTO recall.memories (
-    user_id, conversation_id, user_message, ai_response, created_at, metadata,
-    content_hash, embedding, embedding_model, kind
-)
-VALUES (
-    %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s,
-    coalesce(%(created_at)s, now()), %(metadata)s, %(content_hash)s, %(embedding)s,
-    %(embedding_model)s, %(kind)s
-)
-ON CONFLICT (user_id, content_hash) DO NOTHING
-RETURNING id, created_at;
+-- A model-written memory, inside `store_chunk`'s transaction, as the caller (migration 0018:
+-- recall.insert_memory holds the one single-row INSERT of a memory; add_memory calls it too).
+-- No row when the user has the same content hash already.
+SELECT memory_id, memory_created_at FROM recall.insert_memory(
+    %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s, %(created_at)s,
+    %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s
+);
 
 -- name: add_memory
--- One turn in one call (migration 0009): sets the row-level security key itself, inserts unless
--- the user has the same content hash already, and returns the stored turn either way.
+-- One turn in one call (migration 0009; its live body: 0018): sets the row-level security key
+-- itself, inserts (through recall.insert_memory) unless the user has the same content hash
+-- already, and returns the stored turn either way.
 SELECT memory_id, memory_created_at, inserted FROM recall.add_memory(
     %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s, %(created_at)s,
     %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s

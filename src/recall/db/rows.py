@@ -45,8 +45,8 @@ class AddedMemory:
 class InsertedMemory:
     """`insert_memory`: a new row's id and date (no row when the content was stored before)."""
 
-    id: UUID
-    created_at: datetime
+    memory_id: UUID
+    memory_created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

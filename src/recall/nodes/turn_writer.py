@@ -18,9 +18,10 @@ import structlog
 
 from recall.config import Settings
 from recall.errors import InvalidInputError
-from recall.memory import make_turn
+from recall.memory import Turn, make_turn
 from recall.metrics import outcome_of
 from recall.outbox import Outbox
+from recall.store import MemoryStore
 from recall.store.shared import StoreProvider
 
 __all__ = ["TurnWriter", "WriteOutcome"]
@@ -83,7 +84,7 @@ class TurnWriter:
         # (the defaults while the store cannot be reached), and queue the turn as checked
         loop = asyncio.get_running_loop()
         started = loop.time()  # the caller waits at most `wait_s` in all
-        limits = await self._limits()
+        checked_by, limits = await self._limits()
         checked = make_turn(
             user_id,
             user_message,
@@ -105,7 +106,10 @@ class TurnWriter:
             "kind": checked.kind,
         }
         queue_id = await self.outbox.put(checked.user_id, turn)
-        attempt = self._spawn(self._write(queue_id, turn))
+        # the first attempt hands the checked turn to the store that gave the limits (checked
+        # once); a turn read back from the queue is checked by the store again (the file
+        # outlives this process and its settings)
+        attempt = self._spawn(self._write(queue_id, turn, checked, checked_by))
         left = max(0.0, self._wait_s - (loop.time() - started))
         done, _ = await asyncio.wait({attempt}, timeout=left)
         if done and attempt.result():
@@ -120,29 +124,43 @@ class TurnWriter:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _limits(self) -> Settings:
-        """The settings whose limits a turn is checked against: the serving store's, or,
-        when it cannot be reached within `wait_s`, the defaults (the turn is then queued, and
-        a turn the store refuses later is set aside and logged)."""
+    async def _limits(self) -> tuple[MemoryStore | None, Settings]:
+        """The store whose limits a turn is checked against, and its settings: the serving
+        store's, or, when it cannot be reached within `wait_s`, None and the defaults (the turn
+        is then queued, and a turn the store refuses later is set aside and logged)."""
         try:
             async with asyncio.timeout(self._wait_s):
                 store = await self._store()
         except Exception:  # no store now: the turn must still be queued, with the defaults
-            return Settings()
-        limits: Settings = store.settings
-        return limits
+            return None, Settings()
+        return store, store.settings
 
-    async def _write(self, queue_id: int, turn: dict[str, Any]) -> bool:
+    async def _write(
+        self,
+        queue_id: int,
+        turn: dict[str, Any],
+        checked: Turn | None = None,
+        checked_by: MemoryStore | None = None,
+    ) -> bool:
         self._inflight.add(queue_id)
         try:
-            return await self._attempt(queue_id, turn)
+            return await self._attempt(queue_id, turn, checked, checked_by)
         finally:
             self._inflight.discard(queue_id)
 
-    async def _attempt(self, queue_id: int, turn: dict[str, Any]) -> bool:
+    async def _attempt(
+        self,
+        queue_id: int,
+        turn: dict[str, Any],
+        checked: Turn | None = None,
+        checked_by: MemoryStore | None = None,
+    ) -> bool:
         try:
             store = await self._store()
-            await store.add_turn(**turn)
+            if checked is not None and store is checked_by:
+                await store.add_checked_turn(checked)
+            else:
+                await store.add_turn(**turn)
         except InvalidInputError as exc:
             await self.outbox.bury(queue_id, str(exc))
             log.error("memory.write.error", kind=outcome_of(exc), error=str(exc))

@@ -9,7 +9,7 @@ import structlog
 
 from recall.db.memories import add_memory
 from recall.errors import StoreError
-from recall.memory import Memory
+from recall.memory import Memory, Turn
 from recall.store.base import StoreBase
 
 __all__ = ["Writes"]
@@ -18,7 +18,7 @@ log = structlog.stdlib.get_logger(__name__)
 
 
 class Writes(StoreBase):
-    """`MemoryStore.add_turn`."""
+    """`MemoryStore.add_turn` and `add_checked_turn`."""
 
     async def add_turn(
         self,
@@ -51,6 +51,18 @@ class Writes(StoreBase):
             metadata=metadata,
             kind=kind,
         )
+        return await self.add_checked_turn(turn)
+
+    async def add_checked_turn(self, turn: Turn) -> Memory:
+        """Store a turn already checked with this store's limits and return it, as `add_turn`
+        does after checking: `recall.memory.make_turn(...)` with `max_length` and
+        `max_metadata_bytes` from `store.settings`. The writer node checks each turn so before
+        queueing it and hands the checked turn here, so a turn is checked once on its way.
+
+        Raises:
+            EmbeddingError: the model failed; nothing is stored.
+            StoreError: the database failed; nothing is stored.
+        """
         [vector] = await self.embedder.embed_documents([turn.text])
         # recall.add_memory sets the row-level security key itself (migration 0009): one
         # round trip, one transaction

@@ -1,6 +1,7 @@
 """A throw-away primary and a streaming standby made from it with `pg_basebackup -R`, with the
-embedded server's PostgreSQL 18 binaries (pgvector included): for the read-replica tests and
-`benchmarks/replica.py`."""
+embedded server's PostgreSQL 18 binaries (pgvector included): for `benchmarks/replica.py` and
+the read-replica tests (tests/integration/test_replica.py, which find the harness through
+pytest's `pythonpath`)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ class StreamingPair:
         return self.url(self.standby_dir)
 
     def _run(self, tool: str, *args: str) -> None:
-        result = subprocess.run(
+        result = subprocess.run(  # noqa: S603  # the embedded server's own tools
             [str(BIN / tool), *args],
             user=SYSTEM_USER,
             cwd=self.root,

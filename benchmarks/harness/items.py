@@ -13,7 +13,7 @@ from langgraph.store.base import PutOp
 from .data import DIMS, unit
 
 TOPICS = 300  # topic centres shared by every namespace (users talk about the same things)
-NOISE = 0.45 / np.sqrt(DIMS / 8)  # per-coordinate noise around a centre, as lib.data's memories
+NOISE = 0.45 / np.sqrt(DIMS / 8)  # per-coordinate noise around a centre, as harness.data's memories
 SIGMA = 1.5  # of the lognormal namespace sizes: 1 to a few thousand items at 100k in 1,000
 BUCKETS = ((1, 9), (10, 99), (100, 999), (1000, 9999), (10_000, None))  # sizes reported apart
 PREFIX = -1  # `Query.namespace` of a search over every namespace (the prefix ("users",))
