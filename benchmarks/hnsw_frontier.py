@@ -14,6 +14,8 @@ as bare vectors: one table, no store around it. Two copies of the table:
 - ours: each large namespace's own partial HNSW index and one over every vector (the plans of
   `RecallStore`, decision 0023), built with each --builds `m:ef_construction`, searched with
   each --efs ef_search (`LIMIT 10`, the index's order).
+Each build is timed, and so is a put into the namespace of 50,000 (200 single-row inserts into
+its index and the one over every vector, against the peer's into its one index, in turns).
 For each build, the peer's scan and each ef_search take turns in blocks of 25 queries
 (`harness.timing.timed_interleaved`), --rounds times, so each ratio is measured at the same time.
 recall@10 is against the exact (numpy) top 10. The row that matters per build is the cheapest
@@ -112,6 +114,25 @@ def searches(
     return calls
 
 
+def writes(conn: AsyncConnection[Any], table_name: str, ns: int, count: int) -> list[Call]:
+    """`count` single-row inserts into namespace `ns` of `table_name` (each its own statement,
+    autocommit), of new vectors: what a put into a large namespace costs the indexes."""
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(count, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    statement = sql.SQL("INSERT INTO {} (ns, id, embedding) VALUES (%s, %s, %s)").format(
+        sql.Identifier(table_name)
+    )
+    calls: list[Call] = []
+    for i, vector in enumerate(vectors):
+
+        async def call(i: int = i, vector: Any = vector) -> None:
+            await conn.execute(statement, (ns, -1 - i, vector))
+
+        calls.append(call)
+    return calls
+
+
 def recall_at_k(items: Items, queries: Sequence[Query], found: Sequence[Any]) -> float:
     """Mean recall@10 of the first 10 rows found against the exact top 10."""
     scores = []
@@ -149,6 +170,7 @@ async def main() -> None:
     ]
     url = await fresh_database(DATABASE)
     rows: list[list[object]] = []
+    builds: list[list[object]] = []
     conn = await connect_once(url)
     try:
         await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -166,6 +188,23 @@ async def main() -> None:
             }
             built[None] = await build(conn, None, m, efc)
             print(f"m {m}, ef_construction {efc}: built in {sum(built.values()):.0f} s", flush=True)
+            # a put into the largest namespace: its own index and the one over every vector,
+            # against the peer's one index, in turns; the rows are deleted after
+            largest = len(items.namespaces) - 1
+            put = await timed_interleaved(
+                {name: writes(conn, name, largest, WRITES) for name in ("ours", "peer")}
+            )
+            for name in ("ours", "peer"):
+                delete = sql.SQL("DELETE FROM {} WHERE id < 0")
+                await conn.execute(delete.format(sql.Identifier(name)))
+            ours50, ours95 = percentiles(put["ours"][0], (50, 95))
+            peer50, peer95 = percentiles(put["peer"][0], (50, 95))
+            builds.append([
+                f"{m} / {efc}", f"{built[largest]:.0f}", f"{built[None]:.0f}",
+                f"{ours50:.2f} / {ours95:.2f}", f"{peer50:.2f} / {peer95:.2f}",
+                f"{ours50 / peer50:.2f}",
+            ])  # fmt: skip
+            print(table(BUILD_HEADERS, builds[-1:]), flush=True)
             for label, queries in groups.items():
                 calls = {PEER: searches(conn, "peer", queries, 40, PEER_LIMIT)}
                 for ef in args.efs:
@@ -197,9 +236,14 @@ async def main() -> None:
     finally:
         await conn.close()
         await drop_database(DATABASE)
-    report(args, revision, rows, peer_build)
+    report(args, revision, rows, builds, peer_build)
 
 
+WRITES = 200  # single-row inserts timed per build
+BUILD_HEADERS = [
+    "m / ef_construction", "build of the 50,000's index s", "build over every vector s",
+    "insert ours p50 / p95 ms", "insert peer p50 / p95 ms", "p50 ours/peer",
+]  # fmt: skip
 HEADERS = [
     "searched", "m / ef_construction", "our scan", "recall@10 ours", "ours p50 / p95 ms",
     "recall@10 peer", "peer p50 / p95 ms", "p50 ours/peer", "p95 ours/peer",
@@ -207,7 +251,11 @@ HEADERS = [
 
 
 def report(
-    args: argparse.Namespace, revision: str, rows: list[list[object]], peer_build: float
+    args: argparse.Namespace,
+    revision: str,
+    rows: list[list[object]],
+    builds: list[list[object]],
+    peer_build: float,
 ) -> None:
     """The section for docs/benchmarks.md."""
     body = f"""## The HNSW frontier on basestore.py's large namespaces
@@ -224,6 +272,12 @@ cheapest `ef_search` at recall@10 >= 0.99 is a floor for `RecallStore`'s p95 rat
 "basestore" section: the store runs this scan and more, the peer this scan and more.
 
 {table(HEADERS, rows)}
+
+What each build costs: its time, and a put into the namespace of 50,000 ({WRITES} single-row
+inserts of new vectors, each its own statement, into its own index and the one over every
+vector; the peer's into its one index), in turns:
+
+{table(BUILD_HEADERS, builds)}
 """
     publish("hnsw-frontier", body, write=not args.no_write)
 

@@ -31,6 +31,10 @@ log = structlog.stdlib.get_logger(__name__)
 WriteOutcome = Literal["stored", "queued"]
 
 
+Checked = tuple[MemoryStore, Turn]
+"""A turn checked with a store's limits, and that store (the first attempt hands it over)."""
+
+
 class TurnWriter:
     """Writes turns to the store through a durable queue.
 
@@ -109,7 +113,8 @@ class TurnWriter:
         # the first attempt hands the checked turn to the store that gave the limits (checked
         # once); a turn read back from the queue is checked by the store again (the file
         # outlives this process and its settings)
-        attempt = self._spawn(self._write(queue_id, turn, checked, checked_by))
+        first = (checked_by, checked) if checked_by is not None else None
+        attempt = self._spawn(self._write(queue_id, turn, first))
         left = max(0.0, self._wait_s - (loop.time() - started))
         done, _ = await asyncio.wait({attempt}, timeout=left)
         if done and attempt.result():
@@ -136,29 +141,21 @@ class TurnWriter:
         return store, store.settings
 
     async def _write(
-        self,
-        queue_id: int,
-        turn: dict[str, Any],
-        checked: Turn | None = None,
-        checked_by: MemoryStore | None = None,
+        self, queue_id: int, turn: dict[str, Any], checked: Checked | None = None
     ) -> bool:
         self._inflight.add(queue_id)
         try:
-            return await self._attempt(queue_id, turn, checked, checked_by)
+            return await self._attempt(queue_id, turn, checked)
         finally:
             self._inflight.discard(queue_id)
 
     async def _attempt(
-        self,
-        queue_id: int,
-        turn: dict[str, Any],
-        checked: Turn | None = None,
-        checked_by: MemoryStore | None = None,
+        self, queue_id: int, turn: dict[str, Any], checked: Checked | None = None
     ) -> bool:
         try:
             store = await self._store()
-            if checked is not None and store is checked_by:
-                await store.add_checked_turn(checked)
+            if checked is not None and store is checked[0]:
+                await store.add_checked_turn(checked[1])
             else:
                 await store.add_turn(**turn)
         except InvalidInputError as exc:
