@@ -1,5 +1,6 @@
 import pytest
 
+from recall.db.memories import MEMORY_COLUMNS
 from recall.db.migrate import load_migrations
 from recall.db.sql import parse_blocks, query
 
@@ -46,3 +47,25 @@ def test_the_only_memory_insert_in_the_code_is_the_import_batch() -> None:
                 found.append(f"{path.name}:{name}")
     assert found == ["queries.sql:merge_import"]
     assert not [p for p in src.rglob("*.py") if "INSERT INTO recall.memories" in p.read_text()]
+
+
+def test_the_import_batch_writes_the_columns_the_one_insert_writes() -> None:
+    """The import's set-based INSERT (merge_import) and the single-row one
+    (recall.insert_memory, migration 0018) name the same columns in the same order and resolve
+    a conflict on the same key, so the two statements cannot drift apart."""
+    import re
+
+    def shape(text: str) -> tuple[list[str], str]:
+        columns = re.search(r"INSERT INTO recall\.memories(?: AS \w+)? \(([^)]*)\)", text)
+        conflict = re.search(r"ON CONFLICT \(([^)]*)\) DO NOTHING", text)
+        assert columns is not None and conflict is not None, text
+        return [c.strip() for c in columns.group(1).split(",")], conflict.group(1)
+
+    [one] = [m for m in load_migrations() if m.version == 18]
+    body = one.statements[one.statements.index("CREATE FUNCTION recall.insert_memory") :]
+    batch = query("merge_import").decode()
+    assert shape(batch) == shape(body)
+    assert shape(batch)[0] == list(MEMORY_COLUMNS)  # the one parameter builder's names
+    copy = re.search(r"COPY recall_import \(([^)]*)\)", query("copy_import").decode())
+    assert copy is not None
+    assert [c.strip() for c in copy.group(1).split(",")] == ["ord", *MEMORY_COLUMNS]

@@ -6,8 +6,8 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
-from psycopg.types.json import Jsonb
 
+from recall.db.memories import MEMORY_COLUMNS, memory_params
 from recall.db.rows import ImportedId
 from recall.db.sql import fetch_all, fetch_value, query, run
 from recall.embeddings import Vector
@@ -51,21 +51,8 @@ async def copy_turns(
         async with conn.cursor().copy(query("copy_import")) as copy:
             copy.set_types(_IMPORT_TYPES)
             for ordinal, (turn, vector) in enumerate(zip(turns, vectors, strict=True)):
-                await copy.write_row(
-                    (
-                        ordinal,
-                        turn.user_id,
-                        turn.conversation_id,
-                        turn.user_message,
-                        turn.ai_response,
-                        turn.created_at,
-                        Jsonb(turn.metadata),
-                        turn.content_hash,
-                        vector,
-                        model_name,
-                        turn.kind,
-                    )
-                )
+                row = memory_params(turn, vector, model_name)  # the columns of copy_import
+                await copy.write_row((ordinal, *(row[column] for column in MEMORY_COLUMNS)))
         inserted = await run(conn, "merge_import", {"clock": clock, "first": first})
         rows = await fetch_all(conn, "import_ids", None, ImportedId)
     by_ordinal = {row.ord: str(row.id) for row in rows}

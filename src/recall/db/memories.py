@@ -17,6 +17,7 @@ from recall.embeddings import Vector
 from recall.memory import MemoryRow, Turn
 
 __all__ = [
+    "MEMORY_COLUMNS",
     "add_memory",
     "conversation_recent",
     "delete_memory",
@@ -27,6 +28,22 @@ __all__ = [
     "user_plan",
     "user_summaries",
 ]
+
+
+MEMORY_COLUMNS = (
+    "user_id",
+    "conversation_id",
+    "user_message",
+    "ai_response",
+    "created_at",
+    "metadata",
+    "content_hash",
+    "embedding",
+    "embedding_model",
+    "kind",
+)
+"""The columns a memory row is written with, in the order of every INSERT and of the import's
+COPY (`memory_params` gives them by these names)."""
 
 
 def memory_params(turn: Turn, vector: Vector, model_name: str) -> dict[str, Any]:
