@@ -140,8 +140,6 @@ class Settings:
     user_index_threshold: int = 20000
     store_index_threshold: int = 1000
     store_wide_threshold: int = 10000
-    store_hnsw_m: int = 32
-    store_hnsw_ef_construction: int = 400
     retrieval_mode: RetrievalMode = "hybrid"
     hybrid_candidates: int = 20
     log_search_queries: bool = False
@@ -190,17 +188,6 @@ class Settings:
             ("user_index_threshold", self.user_index_threshold >= 1, "must be >= 1"),
             ("store_index_threshold", self.store_index_threshold >= 1, "must be >= 1"),
             ("store_wide_threshold", self.store_wide_threshold >= 1, "must be >= 1"),
-            (
-                "store_hnsw_m",
-                2 <= self.store_hnsw_m <= 100,
-                "must be between 2 and 100 (pgvector's range)",
-            ),
-            (
-                "store_hnsw_ef_construction",
-                4 <= self.store_hnsw_ef_construction <= 1000
-                and self.store_hnsw_ef_construction >= 2 * self.store_hnsw_m,
-                "must be between 4 and 1000 and at least 2 * RECALL_STORE_HNSW_M",
-            ),
             (
                 "retrieval_mode",
                 self.retrieval_mode in RETRIEVAL_MODES,

@@ -30,7 +30,6 @@ from recall import RecallStore
 from recall.config import Settings, process_settings
 from recall.creation.consolidate import Consolidator
 from recall.creation.extraction import RunnableExtractor
-from recall.db.storeindex import read_store_indexes
 from recall.embeddings import MiniLMEmbeddings, configured_embeddings
 from recall.errors import ConfigError, InvalidInputError, MigrationError
 from recall.metrics import AlertRules, RetrievalMetrics
@@ -501,38 +500,6 @@ async def test_recall_store_wide_threshold(env: ProcessEnv, user: str) -> None:
     async with conn:
         cur = await conn.execute(b"SELECT ns FROM recall.store_indexes WHERE dims = 24")
         assert await cur.fetchall() == [("",)]  # the index over every namespace
-
-
-async def _store_index_built_with(env: ProcessEnv, user: str, m: str, efc: str) -> str:
-    """The definition of the namespace index RecallStore builds with these variables, after
-    checking that the planner reads the index's `m` back (its breadth rule depends on it)."""
-    env.setenv("RECALL_STORE_INDEX_THRESHOLD", "3")
-    env.setenv("RECALL_STORE_HNSW_M", m)
-    env.setenv("RECALL_STORE_HNSW_EF_CONSTRUCTION", efc)
-    index: IndexConfig = {"dims": 12, "embed": FakeEmbeddings(12), "fields": ["text"]}
-    async with RecallStore.connect(index=index) as store:
-        await store.abatch([PutOp((user, "kb"), f"k{i}", {"text": f"fact {i}"}) for i in range(3)])
-        assert await store.build_indexes() == [(user, "kb")]
-        url = store.database.url if store.database else ""
-    conn = await AsyncConnection.connect(url)
-    async with conn:
-        found = await read_store_indexes(conn)
-        assert found.links[(f"{user}.kb", 12)] == int(m)
-        cur = await conn.execute(
-            b"SELECT indexdef FROM pg_indexes WHERE schemaname = 'recall' AND indexname = %s",
-            [found.names[(f"{user}.kb", 12)]],
-        )
-        row = await cur.fetchone()
-    assert row is not None
-    return str(row[0])
-
-
-async def test_recall_store_hnsw_m(env: ProcessEnv, user: str) -> None:
-    assert "m='6'" in await _store_index_built_with(env, user, "6", "20")
-
-
-async def test_recall_store_hnsw_ef_construction(env: ProcessEnv, user: str) -> None:
-    assert "ef_construction='30'" in await _store_index_built_with(env, user, "8", "30")
 
 
 async def _user_index_definition(store: MemoryStore, user: str) -> str:

@@ -17,7 +17,7 @@ from langgraph.store.base import (
 
 from recall.basestore.indexing import keyword_text, resolve_index
 from recall.basestore.namespaces import join, list_matching, literal_prefix, split, validate_op
-from recall.basestore.planning import IndexPlanner, Through
+from recall.basestore.planning import IndexPlanner
 from recall.config import Settings
 from recall.db.filters import compile_filter
 from recall.db.storeindex import EVERY_NAMESPACE, StoreIndexes
@@ -133,13 +133,10 @@ async def test_index_settings_are_checked() -> None:
             await resolve_index(bad, settings)  # type: ignore[arg-type]  # wrong on purpose
 
 
-def _planner(
-    sizes: dict[tuple[str, int], int], links: int | None = None, **settings: Any
-) -> IndexPlanner:
+def _planner(sizes: dict[tuple[str, int], int], **settings: Any) -> IndexPlanner:
     planner = IndexPlanner(None, Settings(**settings))  # type: ignore[arg-type]  # no I/O here
     names = {key: f"index{n}" for n, key in enumerate(sizes)}
-    m = {key: links for key in sizes} if links is not None else {}
-    planner._indexes = StoreIndexes(names, sum(sizes.values()), sizes, m)
+    planner._indexes = StoreIndexes(names, sum(sizes.values()), sizes)
     return planner
 
 
@@ -147,20 +144,6 @@ def test_an_indexed_search_looks_wider_the_more_its_index_holds() -> None:
     planner = _planner({("a", 8): 5_000, ("b", 8): 20_000, ("c", 8): 50_000, ("d", 8): 90_000})
     assert [planner.breadth(ns, 8, "namespace") for ns in "abcd"] == [200, 400, 1000, 1000]
     assert _planner({("a", 8): 5_000}, hnsw_ef_search=300).breadth("a", 8, "namespace") == 300
-
-
-def test_an_index_with_more_links_is_scanned_narrower() -> None:
-    """Issue 30: an index built with m 32 (RECALL_STORE_HNSW_M's default) reaches recall@10
-    0.99 scanning narrower (benchmarks/hnsw_frontier.py); one of m 16 (built before, or with
-    RECALL_STORE_HNSW_M=16) keeps the wider rule, and so does one of m 24."""
-    sizes = {("a", 8): 5_000, ("b", 8): 20_000, ("c", 8): 50_000, (EVERY_NAMESPACE, 8): 170_000}
-    wide: dict[str, Through] = {"a": "namespace", "b": "namespace", "c": "namespace", "": "every"}
-    planner = _planner(sizes, links=32)
-    assert [planner.breadth(ns, 8, how) for ns, how in wide.items()] == [100, 100, 200, 680]
-    older = _planner(sizes, links=16)
-    assert [older.breadth(ns, 8, how) for ns, how in wide.items()] == [200, 400, 1000, 1000]
-    assert _planner(sizes, links=24).breadth("b", 8, "namespace") == 400
-    assert IndexPlanner(None, Settings())._m == 32  # type: ignore[arg-type]  # what it builds
 
 
 def test_an_index_larger_than_any_measured_is_not_used() -> None:

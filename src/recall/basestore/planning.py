@@ -44,18 +44,15 @@ INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
 SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
-# How wide an indexed search looks (hnsw.ef_search), by the vectors its index holds and the
-# index's `m`: at least the rule's least breadth, one more per its vectors-per-step, at most
-# MAX_BREADTH (pgvector's limit). Measured on benchmarks/basestore.py's clustered vectors
-# (docs/benchmarks.md, "basestore" and "hnsw-frontier"). With m 16 (RECALL_HNSW_M's default,
-# which the store used until issue 30), ef_search 100 left recall@10 at 0.989 for namespaces of
-# 1,000-9,999 vectors, 0.958 at 20,000, 0.823 at 50,000 and 0.814 for 170,000 under one prefix;
-# 200, 400, 1,000 and 1,000 gave 1.00, 0.998, 0.998 and 1.00. With m 32 and ef_construction
-# 400 (RECALL_STORE_HNSW_M's default), 100 reached 0.9975 at 20,000, 200 reached 0.990 at
-# 50,000 and 1.000 over 170,000 (the bare scan's top 10; the store re-checks 40 candidates).
-# An index with fewer than 32 links takes the m-16 rule. An index larger than
-# LARGEST_MEASURED is not used (the exact scan answers): no recall was measured there.
-BREADTH_RULES = {16: (200, 50), 32: (100, 250)}  # m: (least breadth, vectors per step)
+# How wide an indexed search looks (hnsw.ef_search), by the vectors its index holds: at least
+# MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
+# Measured on benchmarks/basestore.py's clustered vectors (docs/benchmarks.md): ef_search 100
+# left recall@10 at 0.989 for namespaces of 1,000-9,999 vectors, 0.958 at 20,000, 0.823 at
+# 50,000 and 0.814 for 170,000 under one prefix; 200, 400, 1,000 and 1,000 give 1.00, 0.998,
+# 0.998 and 1.00. An index larger than LARGEST_MEASURED is not used (the exact scan answers):
+# no recall was measured there, and the breadth cannot grow past 1,000.
+MIN_BREADTH = 200
+VECTORS_PER_EF = 50
 MAX_BREADTH = 1000
 LARGEST_MEASURED = 170_000
 
@@ -66,8 +63,7 @@ class IndexPlanner:
     Args:
         pool: the store's pool (autocommit connections: an index build needs one).
         settings: thresholds (`store_index_threshold`, `store_wide_threshold`) and the HNSW
-            parameters (`store_hnsw_m`, `store_hnsw_ef_construction` for builds,
-            `hnsw_ef_search` as the least breadth of a search).
+            parameters (`hnsw_m`, `hnsw_ef_construction`, `hnsw_ef_search`).
     """
 
     def __init__(self, pool: AsyncConnectionPool, settings: Settings) -> None:
@@ -75,8 +71,8 @@ class IndexPlanner:
         self.threshold = settings.store_index_threshold
         self.wide = settings.store_wide_threshold
         self.ef_search = settings.hnsw_ef_search
-        self._m = settings.store_hnsw_m
-        self._ef_construction = settings.store_hnsw_ef_construction
+        self._m = settings.hnsw_m
+        self._ef_construction = settings.hnsw_ef_construction
         self._indexes = StoreIndexes({}, 0)
         self._indexes_at = -INDEXES_TTL_S
         self._sizes: dict[str, tuple[int, float]] = {}
@@ -110,13 +106,11 @@ class IndexPlanner:
         return self._indexes.sizes.get((ns, dims), 0) <= LARGEST_MEASURED
 
     def breadth(self, prefix: str, dims: int, through: Through) -> int:
-        """How wide a search through `through` looks (hnsw.ef_search), by its index's size and
-        `m` (BREADTH_RULES): at least `hnsw_ef_search` and the rule's least breadth, one more
-        per the rule's vectors-per-step."""
-        key = (prefix if through == "namespace" else EVERY_NAMESPACE, dims)
-        size = self._indexes.sizes.get(key, 0)
-        least, per_step = BREADTH_RULES[32 if self._indexes.links.get(key, 16) >= 32 else 16]
-        return min(MAX_BREADTH, max(self.ef_search, least, -(-size // per_step)))
+        """How wide a search through `through` looks (hnsw.ef_search), by its index's size:
+        `hnsw_ef_search`, at least MIN_BREADTH, one more per VECTORS_PER_EF vectors."""
+        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        size = self._indexes.sizes.get((ns, dims), 0)
+        return min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
 
     def searched(self, prefix: str, dims: int) -> None:
         """Note a semantic search under `prefix`: count the prefix in the background when its

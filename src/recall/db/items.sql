@@ -205,11 +205,8 @@ SELECT count(*) FROM (
 
 -- name: store_indexes
 -- the finished indexes (migration 0015), each with how many vectors it holds (an estimate,
--- counted by the build and by every vacuum since) and its HNSW `m` (pgvector's default, 16,
--- when the build named none)
-SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint,
-       coalesce((SELECT o.option_value::int FROM pg_options_to_table(c.reloptions) AS o
-                 WHERE o.option_name = 'm'), 16)
+-- counted by the build and by every vacuum since)
+SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint
 FROM recall.store_indexes AS x
 LEFT JOIN pg_class AS c ON c.relname = x.index_name AND c.relnamespace = 'recall'::regnamespace
 ORDER BY x.ns, x.dims

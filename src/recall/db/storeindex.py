@@ -39,13 +39,11 @@ EVERY_NAMESPACE = ""
 @dataclass(frozen=True, slots=True)
 class StoreIndexes:
     """The finished indexes, by (namespace or `EVERY_NAMESPACE`, dims), the table's
-    estimated number of vectors, and each index's vectors and HNSW `m` (by the same keys as
-    `names`; an index missing from `links` was built with pgvector's default, 16)."""
+    estimated number of vectors, and each index's (by the same keys as `names`)."""
 
     names: dict[tuple[str, int], str]
     vectors: int
     sizes: dict[tuple[str, int], int] = field(default_factory=dict)
-    links: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def store_index_name(ns: str, dims: int) -> str:
@@ -57,15 +55,14 @@ def store_index_name(ns: str, dims: int) -> str:
 
 
 async def read_store_indexes(conn: AsyncConnection[Any]) -> StoreIndexes:
-    """Every finished index, its estimated size and its `m`, and the estimated size of the
-    vectors table."""
+    """Every finished index and its estimated size, and the estimated size of the vectors
+    table."""
     cur = await conn.execute(query("store_indexes"))
     rows = await cur.fetchall()
-    names = {(str(ns), int(dims)): str(name) for ns, dims, name, _, _ in rows}
-    sizes = {(str(ns), int(dims)): int(size or 0) for ns, dims, _, size, _ in rows}
-    links = {(str(ns), int(dims)): int(m) for ns, dims, _, _, m in rows}
+    names = {(str(ns), int(dims)): str(name) for ns, dims, name, _ in rows}
+    sizes = {(str(ns), int(dims)): int(size or 0) for ns, dims, _, size in rows}
     vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
-    return StoreIndexes(names, vectors, sizes, links)
+    return StoreIndexes(names, vectors, sizes)
 
 
 async def namespaces_due(conn: AsyncConnection[Any], dims: int, threshold: int) -> list[str]:
