@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 import pytest
 
 from recall.db.memories import MEMORY_COLUMNS
@@ -37,8 +40,6 @@ def test_the_only_memory_insert_in_the_code_is_the_import_batch() -> None:
     """Issue 31: one row goes in through recall.insert_memory (migration 0018, checked live by
     tests/integration/test_row_level_security.py); the code's SQL holds one more INSERT into
     recall.memories, an import batch's set-based merge, and Python holds none."""
-    from pathlib import Path
-
     src = Path(__file__).resolve().parents[2] / "src" / "recall"
     found = []
     for path in sorted(src.rglob("*.sql")):
@@ -53,7 +54,6 @@ def test_the_import_batch_writes_the_columns_the_one_insert_writes() -> None:
     """The import's set-based INSERT (merge_import) and the single-row one
     (recall.insert_memory, migration 0018) name the same columns in the same order and resolve
     a conflict on the same key, so the two statements cannot drift apart."""
-    import re
 
     def shape(text: str) -> tuple[list[str], str]:
         columns = re.search(r"INSERT INTO recall\.memories(?: AS \w+)? \(([^)]*)\)", text)

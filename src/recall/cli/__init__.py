@@ -1,8 +1,8 @@
 """The `recall` command. Top floor: may import anything below; nothing in `recall` imports it.
 
 One module per topic (`database`, `memories`, `importing`, `maintenance`, `chat`), each with
-its own Typer app merged here; what they share (settings, store, errors, output) is in
-`common`.
+its own Typer app merged here; what they share is in `invocation` (settings, errors, the
+store), `admin` (the admin connection, the model), `options` and `output`.
 """
 
 from __future__ import annotations

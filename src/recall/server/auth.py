@@ -4,9 +4,8 @@ resource the LangGraph server exposes (docs/security.md lists them).
 Tokens come from `Settings.auth_tokens` (`RECALL_AUTH_TOKENS`, "token:user,token:user", read
 once per process with every other setting, `recall.config.process_settings`: rotating them
 means restarting the server, whose environment nothing else can change); `make run` sets demo
-ones. Operators
-(`Settings.operators`, `RECALL_OPERATORS`) are the user ids that may change assistants and
-crons. The rules:
+ones. Operators (`Settings.operators`, `RECALL_OPERATORS`) are the user ids that may change
+assistants and crons. The rules:
 - threads (and their runs): owned by their creator; every access is filtered by owner;
 - assistants: every user may read and search them (and run them on their own threads); only
   an operator may create, update or delete one;
