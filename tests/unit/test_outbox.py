@@ -8,11 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import AIMessage, HumanMessage
 from structlog.testing import capture_logs
 
 from recall.config import Settings
 from recall.errors import StoreError
 from recall.memory import Turn
+from recall.nodes.store_memories import create_store_memories_node
 from recall.nodes.turn_writer import TurnWriter
 from recall.outbox import Outbox, QueuedTurn
 
@@ -116,3 +118,66 @@ async def test_a_turn_is_checked_once_on_its_way_and_again_when_read_back(tmp_pa
     assert await restarted.drain() == 1
     assert seen == [("add_turn", {**TURN, "conversation_id": "c"})]
     await restarted.close()
+
+
+async def _unreachable() -> Any:
+    raise StoreError("database down")
+
+
+async def test_a_turn_queued_in_an_outage_is_checked_with_the_process_settings(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Issue 37: while no store could be reached the writer checked a turn against
+    `Settings()` defaults, not the process's settings, so a long message was cut to 2,000
+    characters and metadata within the process's limit but over the default was refused."""
+    monkeypatch.setenv("RECALL_MAX_MESSAGE_LENGTH", "5000")
+    monkeypatch.setenv("RECALL_MAX_METADATA_BYTES", "200000")
+    writer = TurnWriter(_unreachable, Outbox(tmp_path / "q.sqlite3"), wait_s=0.2)
+    long, big = "a" * 4000, {"notes": "n" * 100_000}
+    outcome = await writer.submit(
+        "u", long, "ok", conversation_id=None, created_at=datetime.now(UTC), metadata=big
+    )
+    assert outcome == "queued"
+    [queued] = await writer.outbox.peek()
+    assert queued.turn["user_message"] == long and queued.turn["metadata"] == big
+    await writer.close()
+
+
+async def test_a_turn_queued_in_an_outage_is_checked_with_the_writers_settings(
+    tmp_path: Path,
+) -> None:
+    """The settings a writer (or the node that makes one) is given win over the environment's:
+    they are the limits of the store it writes to."""
+    own = Settings(max_message_length=3000, queue_path=tmp_path / "node.sqlite3")
+    writer = TurnWriter(_unreachable, Outbox(tmp_path / "q.sqlite3"), wait_s=0.2, settings=own)
+    long = "b" * 2500
+    now = datetime.now(UTC)
+    assert await writer.submit("u", long, "ok", conversation_id=None, created_at=now) == "queued"
+    [queued] = await writer.outbox.peek()
+    assert queued.turn["user_message"] == long
+    await writer.close()
+
+    # the node's own writer: down while the turn is checked and queued, then back
+    written: list[dict[str, Any]] = []
+    arrived = asyncio.Event()
+    up = False
+
+    class Back:
+        settings = own
+
+        async def add_turn(self, **turn: Any) -> None:
+            written.append(turn)
+            arrived.set()
+
+    async def provider() -> Any:
+        if not up:
+            raise StoreError("database down")
+        return Back()
+
+    node = create_store_memories_node(provider, settings=own, wait_s=0.2)
+    config = {"configurable": {"thread_id": "t", "langgraph_auth_user": {"identity": "u"}}}
+    state = {"messages": [HumanMessage(long), AIMessage("ok")]}
+    assert await node(state, config) == {}  # type: ignore[arg-type]
+    up = True
+    await asyncio.wait_for(arrived.wait(), timeout=30)  # the node's drainer writes it
+    assert [t["user_message"] for t in written] == [long]

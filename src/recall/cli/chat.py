@@ -54,7 +54,7 @@ async def _converse(
     from recall.store.shared import provider_for
 
     await store.warm_up()
-    writer = TurnWriter(provider_for(store), Outbox(settings.queue_path))
+    writer = TurnWriter(provider_for(store), Outbox(settings.queue_path), settings=settings)
     graph = build_graph(
         retrieve=create_retrieve_memories_node(
             store,

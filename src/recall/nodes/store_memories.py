@@ -70,7 +70,7 @@ def create_store_memories_node(
     cfg = settings or process_settings()
     if writer is None:
         path = queue_path or cfg.queue_path
-        writer = TurnWriter(provider_for(store), Outbox(path), wait_s=wait_s)
+        writer = TurnWriter(provider_for(store), Outbox(path), wait_s=wait_s, settings=cfg)
     turn_writer = writer
     started_drain = False
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import structlog
 
-from recall.config import Settings
+from recall.config import Settings, process_settings
 from recall.errors import InvalidInputError
 from recall.memory import Turn, make_turn
 from recall.metrics import outcome_of
@@ -44,6 +44,8 @@ class TurnWriter:
         wait_s: how long `submit` waits for the database before handing the turn off.
         retry_initial_s: first pause of the drainer after a failure (doubles up to `retry_max_s`).
         retry_max_s: longest pause between drain attempts.
+        settings: the limits a turn is checked against while no store can be reached (those
+            of the store it will be written to); `process_settings()` when None.
     """
 
     def __init__(
@@ -54,8 +56,10 @@ class TurnWriter:
         wait_s: float = 2.0,
         retry_initial_s: float = 0.5,
         retry_max_s: float = 10.0,
+        settings: Settings | None = None,
     ) -> None:
         self._store = store
+        self._settings = settings
         self.outbox = outbox
         self._wait_s = wait_s
         self._retry_initial_s = retry_initial_s
@@ -85,7 +89,8 @@ class TurnWriter:
             InvalidInputError: the turn can never be stored; nothing is queued.
         """
         # refuse what can never be stored before it is queued, with the serving store's limits
-        # (the defaults while the store cannot be reached), and queue the turn as checked
+        # (this writer's settings while the store cannot be reached), and queue the turn as
+        # checked
         loop = asyncio.get_running_loop()
         started = loop.time()  # the caller waits at most `wait_s` in all
         checked_by, limits = await self._limits()
@@ -131,13 +136,15 @@ class TurnWriter:
 
     async def _limits(self) -> tuple[MemoryStore | None, Settings]:
         """The store whose limits a turn is checked against, and its settings: the serving
-        store's, or, when it cannot be reached within `wait_s`, None and the defaults (the turn
-        is then queued, and a turn the store refuses later is set aside and logged)."""
+        store's, or, when it cannot be reached within `wait_s`, None and this writer's settings
+        (the process's unless it was given its own; never fresh defaults, which would cut or
+        refuse what the process's store accepts). The turn is then queued, and a turn the store
+        refuses later is set aside and logged."""
         try:
             async with asyncio.timeout(self._wait_s):
                 store = await self._store()
-        except Exception:  # no store now: the turn must still be queued, with the defaults
-            return None, Settings()
+        except Exception:  # no store now: the turn must still be queued, with these limits
+            return None, self._settings or process_settings()
         return store, store.settings
 
     async def _write(
