@@ -52,12 +52,17 @@ def _parse_optional_str(raw: str) -> str | None:
     return raw.strip() or None
 
 
+def _parse_optional_int(raw: str) -> int | None:
+    return int(raw) if raw.strip() else None
+
+
 _PARSERS: dict[str, Callable[[str], Any]] = {
     "int": int,
     "float": float,
     "bool": _parse_bool,
     "str": str.strip,
     "str | None": _parse_optional_str,
+    "int | None": _parse_optional_int,
     "Path": lambda raw: Path(raw.strip()),
     "RetrievalMode": str.strip,  # checked in __post_init__
 }
@@ -155,6 +160,9 @@ class Settings:
     operators: str | None = None  # "user,user": who may change assistants and crons (server)
     metrics_summary_s: float = 60.0
     embedded_shared_buffers_mb: int = 0  # 0: a quarter of the machine's memory, 128 MB-4 GB
+    # `recall retention` (docs/operations.md); None: keep everything
+    retention_days: int | None = None
+    retention_max_per_user: int | None = None
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -217,6 +225,16 @@ class Settings:
                 "embedding_backend",
                 self.embedding_backend in EMBEDDING_BACKENDS,
                 "must be onnx or torch",
+            ),
+            (
+                "retention_days",
+                self.retention_days is None or self.retention_days >= 1,
+                "must be >= 1 (leave it unset to keep memories however old)",
+            ),
+            (
+                "retention_max_per_user",
+                self.retention_max_per_user is None or self.retention_max_per_user >= 1,
+                "must be >= 1 (leave it unset to keep every memory of a user)",
             ),
         ]
         for name, ok, message in checks:

@@ -51,8 +51,8 @@ def runner(cli_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 
 
 def test_help_on_every_command(runner: CliRunner) -> None:
-    commands = ["migrate", "add", "import", "import-notes", "search", "recent", "forget", "stats",
-                "reembed", "chat", "demo"]  # fmt: skip
+    commands = ["migrate", "add", "import", "export", "import-notes", "search", "recent", "forget",
+                "retention", "stats", "reembed", "chat", "demo"]  # fmt: skip
     for args in [[], *([c] for c in commands), ["db"], ["db", "start"], ["db", "stop"]]:
         result = runner.invoke(app, [*args, "--help"])
         assert result.exit_code == 0, (args, result.output)

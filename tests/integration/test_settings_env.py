@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -639,6 +640,39 @@ async def test_recall_log_level(env: ProcessEnv, databases: Databases) -> None:
         RECALL_LOG_LEVEL="INFO",
     )
     assert "db.migrate.applied" in loud.stderr
+
+
+# -- retention (a database of their own: retention works across every user) -----------------
+
+
+async def _retention_store(env: ProcessEnv, databases: Databases, user: str) -> MemoryStore:
+    env.setenv("RECALL_DATABASE_URL", await databases.create("recall_retention"))
+    store = await open_store()
+    now = datetime.now(UTC)
+    await store.add_turns(
+        {"user_id": user, "user_message": f"turn number {age}", "ai_response": "ok",
+         "created_at": now - timedelta(days=age)}
+        for age in (90, 20, 1)
+    )  # fmt: skip
+    return store
+
+
+async def test_recall_retention_days(env: ProcessEnv, databases: Databases, user: str) -> None:
+    env.setenv("RECALL_RETENTION_DAYS", "30")
+    async with await _retention_store(env, databases, user) as store:
+        await store.apply_retention()
+        left = {m.user_message for m in await store.recent(user, 10)}
+    assert left == {"turn number 20", "turn number 1"}  # kept by default: all three
+
+
+async def test_recall_retention_max_per_user(
+    env: ProcessEnv, databases: Databases, user: str
+) -> None:
+    env.setenv("RECALL_RETENTION_MAX_PER_USER", "1")
+    async with await _retention_store(env, databases, user) as store:
+        await store.apply_retention()
+        left = {m.user_message for m in await store.recent(user, 10)}
+    assert left == {"turn number 1"}  # kept by default: all three
 
 
 # -- memory creation -------------------------------------------------------------------------

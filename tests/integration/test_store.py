@@ -216,12 +216,13 @@ async def test_a_failed_batch_written_beside_another_leaves_whole_batches(
     async def failing(
         batch: list,  # type: ignore[type-arg]
         vectors: list,  # type: ignore[type-arg]
+        ids: list,  # type: ignore[type-arg]
         clock: datetime,
         first: int,
     ) -> tuple[list[str], int]:
         if first == 200:
             raise StoreError("add_turns failed: injected")
-        return await write(batch, vectors, clock, first)
+        return await write(batch, vectors, ids, clock, first)
 
     monkeypatch.setattr(store, "_write_batch", failing)
     reported: list[int] = []

@@ -53,7 +53,9 @@ def test_the_only_memory_insert_in_the_code_is_the_import_batch() -> None:
 def test_the_import_batch_writes_the_columns_the_one_insert_writes() -> None:
     """The import's set-based INSERT (merge_import) and the single-row one
     (recall.insert_memory, migration 0018) name the same columns in the same order and resolve
-    a conflict on the same key, so the two statements cannot drift apart."""
+    a conflict on the same key, so the two statements cannot drift apart. The import names
+    `id` first as well (issue 37: a memory read back from `recall export` keeps its id; a
+    single row is always a new memory)."""
 
     def shape(text: str) -> tuple[list[str], str]:
         columns = re.search(r"INSERT INTO recall\.memories(?: AS \w+)? \(([^)]*)\)", text)
@@ -63,9 +65,10 @@ def test_the_import_batch_writes_the_columns_the_one_insert_writes() -> None:
 
     [one] = [m for m in load_migrations() if m.version == 18]
     body = one.statements[one.statements.index("CREATE FUNCTION recall.insert_memory") :]
-    batch = query("merge_import").decode()
-    assert shape(batch) == shape(body)
-    assert shape(batch)[0] == list(MEMORY_COLUMNS)  # the one parameter builder's names
+    batch_columns, batch_conflict = shape(query("merge_import").decode())
+    assert (batch_columns[1:], batch_conflict) == shape(body)
+    assert batch_columns == ["id", *MEMORY_COLUMNS]  # the one parameter builder's names
+    assert shape(body)[0] == list(MEMORY_COLUMNS)
     copy = re.search(r"COPY recall_import \(([^)]*)\)", query("copy_import").decode())
     assert copy is not None
-    assert [c.strip() for c in copy.group(1).split(",")] == ["ord", *MEMORY_COLUMNS]
+    assert [c.strip() for c in copy.group(1).split(",")] == ["ord", "id", *MEMORY_COLUMNS]

@@ -1,8 +1,11 @@
-"""`recall import` (turns from a JSON lines file) and `recall import-notes` (Markdown notes).
+"""`recall import` (turns from a JSON lines file), `recall export` (a user's memories to one,
+in the same format) and `recall import-notes` (Markdown notes).
 
 A file is read twice: once to check every line (UTF-8, JSON, a turn the store accepts) and
 count them, then again to import the good ones; every bad line is reported with its 1-based
 line number, and nothing is imported while there are bad lines unless `--skip-bad` is given.
+A line of `recall export` carries the memory's `id` and `kind` too, and `recall import` keeps
+both: exporting a user and importing the file into an empty database gives the same memories.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,11 +25,12 @@ from recall.cli.options import UserOpt
 from recall.cli.output import plural
 from recall.config import Settings
 from recall.errors import InvalidInputError
-from recall.memory import make_turn
+from recall.memory import Memory, make_turn
 from recall.store import MemoryStore
 from recall.store.bulk import ImportProgress
+from recall.store.checks import imported_id
 
-__all__ = ["Scan", "app", "scan_jsonl"]
+__all__ = ["Scan", "app", "export_line", "scan_jsonl"]
 
 app = typer.Typer()
 
@@ -72,6 +77,7 @@ def _check(item: dict[str, Any], settings: Settings) -> str | None:
             max_length=settings.max_message_length,
             max_metadata_bytes=settings.max_metadata_bytes,
         )
+        imported_id(item.get("id"))
     except InvalidInputError as exc:
         return str(exc)
     return None
@@ -115,7 +121,8 @@ def import_(
     ] = False,
 ) -> None:
     """Import turns from a JSON lines file (user_id, user_message, ai_response,
-    conversation_id, created_at, metadata per line). Re-running it stores nothing twice."""
+    conversation_id, created_at, metadata, and optionally kind and id per line: the format
+    `recall export` writes). Re-running it stores nothing twice."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     settings = settings_of(ctx)
@@ -162,6 +169,59 @@ def import_(
     )
     if indexed:
         typer.echo(f"built HNSW indexes for {plural(len(indexed), 'large user')}")
+
+
+def export_line(user_id: str, memory: Memory) -> dict[str, Any]:
+    """One line of `recall export`: the fields `recall import` reads, the memory's id and kind
+    included, its time as ISO 8601 with its offset."""
+    return {
+        "id": memory.id,
+        "user_id": user_id,
+        "conversation_id": memory.conversation_id,
+        "user_message": memory.user_message,
+        "ai_response": memory.ai_response,
+        "created_at": memory.created_at.isoformat(),
+        "metadata": memory.metadata,
+        "kind": memory.kind,
+    }
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    user: UserOpt,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", dir_okay=False, help="File to write (default: standard output)."
+        ),
+    ] = None,
+) -> None:
+    """Write every memory of a user as JSON lines, newest first, in the format `recall import`
+    reads (with each memory's id and kind): importing the file gives the same memories back."""
+    settings = settings_of(ctx)
+    # a file appears whole or not at all: written beside, renamed when complete
+    partial = None if output is None else output.with_name(output.name + ".partial")
+
+    async def work(store: MemoryStore) -> int:
+        count = 0
+        with (
+            partial.open("w", encoding="utf-8") if partial is not None else nullcontext(sys.stdout)
+        ) as fh:
+            async for memory in store.export(user):
+                fh.write(json.dumps(export_line(user, memory), ensure_ascii=False) + "\n")
+                count += 1
+        return count
+
+    try:
+        count = with_store(settings, work)
+    except BaseException:
+        if partial is not None:
+            partial.unlink(missing_ok=True)
+        raise
+    if output is not None and partial is not None:
+        partial.replace(output)
+    typer.echo(f"exported {plural(count, 'memory', 'memories')} of {user!r}", err=True)
 
 
 @app.command("import-notes")

@@ -1,4 +1,4 @@
-"""`recall stats|reembed|consolidate`: counts, metrics, and work over every user."""
+"""`recall stats|reembed|consolidate|retention`: counts, metrics, and work over every user."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import typer
 
 from recall.cli.admin import admin_connection
 from recall.cli.invocation import database_location, fail, run, settings_of, with_store
+from recall.cli.output import plural
 from recall.config import Settings
 from recall.embeddings import legacy_hint
 from recall.store import MemoryStore
@@ -132,3 +133,41 @@ def consolidate(
 
     lines = with_store(settings, work)
     typer.echo("\n".join(lines) if lines else "nothing to consolidate")
+
+
+@app.command()
+def retention(
+    ctx: typer.Context,
+    days: Annotated[
+        int | None, typer.Option(min=1, help="Age limit in days (default RECALL_RETENTION_DAYS).")
+    ] = None,
+    max_per_user: Annotated[
+        int | None,
+        typer.Option(min=1, help="Memories kept per user (default RECALL_RETENTION_MAX_PER_USER)."),
+    ] = None,
+) -> None:
+    """Remove memories older than RECALL_RETENTION_DAYS, then each user's oldest beyond
+    RECALL_RETENTION_MAX_PER_USER. Run it on a schedule (docs/operations.md); with neither set
+    it removes nothing."""
+    settings = settings_of(ctx)
+    age = days if days is not None else settings.retention_days
+    cap = max_per_user if max_per_user is not None else settings.retention_max_per_user
+    if age is None and cap is None:
+        typer.echo(
+            "no retention set (RECALL_RETENTION_DAYS, RECALL_RETENTION_MAX_PER_USER): "
+            "nothing removed"
+        )
+        return
+    # the store resolves what was not given from the same settings
+    done = with_store(
+        settings, lambda store: store.apply_retention(days=days, max_per_user=max_per_user)
+    )
+    parts = []
+    if age is not None:
+        parts.append(f"{done.expired:,} older than {plural(age, 'day')}")
+    if cap is not None:
+        parts.append(f"{done.over_cap:,} over {cap:,} per user")
+    typer.echo(
+        f"removed {plural(done.expired + done.over_cap, 'memory', 'memories')} "
+        f"({', '.join(parts)}) from {plural(done.users, 'user')}"
+    )

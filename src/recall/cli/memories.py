@@ -1,14 +1,17 @@
-"""`recall add|search|recent|forget|import|import-notes`: a user's memories."""
+"""`recall add|search|recent|forget`: a user's memories (`recall import|export|import-notes`
+are in `importing`)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 
-from recall.cli.invocation import settings_of, with_store
+from recall.cli.invocation import fail, settings_of, with_store
 from recall.cli.options import JsonOpt, ModeOpt, ThresholdOpt, UserOpt, limit_option, retrieval
 from recall.cli.output import plural, print_explained, print_memories
+from recall.store.checks import memory_uuid
 
 __all__ = ["app"]
 
@@ -82,19 +85,61 @@ def recent(
     print_memories(with_store(settings_of(ctx), lambda store: store.recent(user, n)), as_json)
 
 
+def parse_before(text: str) -> datetime:
+    """`--before`: a date (YYYY-MM-DD, its midnight in UTC) or an ISO 8601 time (UTC when it
+    has no offset). A value that is neither ends the command before anything is erased."""
+    try:
+        at = datetime.fromisoformat(text.strip())
+    except ValueError:
+        fail(
+            f"--before {text!r} is not a date: give YYYY-MM-DD or an ISO 8601 time "
+            "(2024-06-01T12:00:00+02:00)"
+        )
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
 @app.command()
 def forget(
     ctx: typer.Context,
     user: UserOpt,
+    before: Annotated[
+        str | None,
+        typer.Option(
+            help="Only the memories dated before this: YYYY-MM-DD (midnight UTC) or an ISO 8601 "
+            "time."
+        ),
+    ] = None,
+    memory: Annotated[str | None, typer.Option(help="Only this memory (its id).")] = None,
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
-    """Erase every memory of a user."""
+    """Erase every memory of a user, or only those dated before a time (--before), or one
+    (--memory)."""
+    if before is not None and memory is not None:
+        fail("give --before or --memory, not both")
+    settings = settings_of(ctx)
+    if memory is not None:
+        if memory_uuid(memory) is None:
+            fail(f"{memory!r} is not a memory id")
+        if not yes:
+            typer.confirm(f"Erase memory {memory} of {user!r}?", abort=True)
+        if not with_store(settings, lambda store: store.delete(user, memory)):
+            fail(f"{user!r} has no memory {memory}: nothing erased")
+        typer.echo("erased 1 memory")
+        return
+    if before is not None:
+        at = parse_before(before)
+        if not yes:
+            typer.confirm(
+                f"Erase every memory of {user!r} dated before {at.isoformat()}?", abort=True
+            )
+        erased = with_store(settings, lambda store: store.forget_before(user, at))
+        typer.echo(f"erased {plural(erased, 'memory', 'memories')} dated before {at.isoformat()}")
+        return
     if not yes:
         typer.confirm(f"Erase every memory of {user!r}?", abort=True)
 
     from recall.outbox import existing_outboxes
 
-    settings = settings_of(ctx)
     # turns still waiting for the database are the user's data too
     with existing_outboxes(settings.queue_path) as outboxes:
         erased = with_store(settings, lambda store: store.forget_user(user, outboxes=outboxes))

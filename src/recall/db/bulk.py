@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from psycopg import AsyncConnection
 
@@ -16,8 +17,8 @@ from recall.memory import Turn
 __all__ = ["copy_turns", "import_clock"]
 
 _IMPORT_TYPES = [
-    "int4", "text", "text", "text", "text", "timestamptz", "jsonb", "bytea", "vector", "text",
-    "text",
+    "int4", "uuid", "text", "text", "text", "text", "timestamptz", "jsonb", "bytea", "vector",
+    "text", "text",
 ]  # fmt: skip
 
 
@@ -35,10 +36,13 @@ async def copy_turns(
     *,
     clock: datetime,
     first: int,
+    ids: list[UUID | None] | None = None,
 ) -> tuple[list[str], int]:
     """COPY the turns into a temporary table and merge them in one transaction.
 
     Rows already stored (same user and content hash, also within the batch) are skipped.
+    A turn with an id in `ids` (a file `recall export` wrote) is stored with that id; the
+    others get a new one.
     A turn without a date is dated `clock` plus `first` + its index in microseconds, so an
     import keeps its order however its batches' commits interleave.
 
@@ -50,9 +54,10 @@ async def copy_turns(
         await run(conn, "create_import_table")
         async with conn.cursor().copy(query("copy_import")) as copy:
             copy.set_types(_IMPORT_TYPES)
-            for ordinal, (turn, vector) in enumerate(zip(turns, vectors, strict=True)):
+            given = ids if ids is not None else [None] * len(turns)
+            for ordinal, (turn, vector, mid) in enumerate(zip(turns, vectors, given, strict=True)):
                 row = memory_params(turn, vector, model_name)  # the columns of copy_import
-                await copy.write_row((ordinal, *(row[column] for column in MEMORY_COLUMNS)))
+                await copy.write_row((ordinal, mid, *(row[column] for column in MEMORY_COLUMNS)))
         inserted = await run(conn, "merge_import", {"clock": clock, "first": first})
         rows = await fetch_all(conn, "import_ids", None, ImportedId)
     by_ordinal = {row.ord: str(row.id) for row in rows}

@@ -12,7 +12,7 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from recall.db.rows import AddedMemory, ConversationSummary, ForgottenUser, UserPlan
-from recall.db.sql import fetch_all, fetch_one, fetch_value, run
+from recall.db.sql import fetch_all, fetch_one, fetch_value, fetch_values, run
 from recall.embeddings import Vector
 from recall.memory import MemoryRow, Turn
 
@@ -21,12 +21,16 @@ __all__ = [
     "add_memory",
     "conversation_recent",
     "delete_memory",
+    "forget_before",
+    "forget_over_cap",
     "forget_user_rows",
     "get_memory",
     "memories_page",
     "recent_memories",
     "user_plan",
     "user_summaries",
+    "users_over_cap",
+    "users_with_memories_before",
 ]
 
 
@@ -43,7 +47,8 @@ MEMORY_COLUMNS = (
     "kind",
 )
 """The columns a memory row is written with, in the order of every INSERT and of the import's
-COPY (`memory_params` gives them by these names)."""
+COPY (`memory_params` gives them by these names). The import's COPY and INSERT also name `id`
+first: a memory read back from `recall export` keeps its id; a single row is always new."""
 
 
 def memory_params(turn: Turn, vector: Vector, model_name: str) -> dict[str, Any]:
@@ -133,3 +138,25 @@ async def forget_user_rows(conn: AsyncConnection[Any], user_id: str) -> Forgotte
     await run(conn, "forget_summaries", key)
     index: str | None = await fetch_value(conn, "forget_user_row", key)
     return ForgottenUser(memories=count, hnsw_index=index)
+
+
+async def forget_before(conn: AsyncConnection[Any], user_id: str, before: datetime) -> int:
+    """Delete the user's memories dated before `before`; return how many."""
+    return await run(conn, "forget_before", {"user_id": user_id, "before": before})
+
+
+async def forget_over_cap(conn: AsyncConnection[Any], user_id: str, keep: int) -> int:
+    """Delete all but the user's `keep` newest memories; return how many."""
+    return await run(conn, "forget_over_cap", {"user_id": user_id, "keep": keep})
+
+
+async def users_with_memories_before(conn: AsyncConnection[Any], before: datetime) -> list[str]:
+    """The users with a memory dated before `before` (a connection scoped to all users)."""
+    users: list[str] = await fetch_values(conn, "users_with_memories_before", {"before": before})
+    return users
+
+
+async def users_over_cap(conn: AsyncConnection[Any], cap: int) -> list[str]:
+    """The users with more than `cap` memories (a connection scoped to all users)."""
+    users: list[str] = await fetch_values(conn, "users_over_cap", {"cap": cap})
+    return users

@@ -79,6 +79,7 @@ SELECT memory_id, memory_created_at, inserted FROM recall.add_memory(
 -- name: create_import_table
 CREATE TEMP TABLE recall_import (
     ord integer NOT NULL,
+    id uuid,
     user_id text NOT NULL,
     conversation_id text,
     user_message text NOT NULL,
@@ -93,7 +94,7 @@ CREATE TEMP TABLE recall_import (
 
 -- name: copy_import
 COPY recall_import (
-    ord, user_id, conversation_id, user_message, ai_response, created_at, metadata,
+    ord, id, user_id, conversation_id, user_message, ai_response, created_at, metadata,
     content_hash, embedding, embedding_model, kind
 ) FROM STDIN (FORMAT BINARY);
 
@@ -106,12 +107,13 @@ SELECT clock_timestamp();
 -- first in the file is kept). A turn without a date gets the import's start plus its position
 -- in the file in microseconds: the file's order, whichever of two batches written at once
 -- commits first. Rows go in the unique key's order, the same for every batch, so two batches
--- written at once never wait on each other in a cycle (no deadlock).
+-- written at once never wait on each other in a cycle (no deadlock). A turn that carries an id
+-- (a file `recall export` wrote) keeps it; the others get a new one, as a single INSERT does.
 INSERT INTO recall.memories (
-    user_id, conversation_id, user_message, ai_response, created_at, metadata,
+    id, user_id, conversation_id, user_message, ai_response, created_at, metadata,
     content_hash, embedding, embedding_model, kind
 )
-SELECT user_id, conversation_id, user_message, ai_response,
+SELECT coalesce(id, gen_random_uuid()), user_id, conversation_id, user_message, ai_response,
        coalesce(created_at, %(clock)s::timestamptz + (%(first)s::bigint + ord) * interval '1 microsecond'),
        metadata, content_hash, embedding, embedding_model, kind
 FROM recall_import
@@ -206,6 +208,29 @@ DELETE FROM recall.memories WHERE user_id = %(user_id)s AND id = %(id)s;
 
 -- name: forget_memories
 DELETE FROM recall.memories WHERE user_id = %(user_id)s;
+
+-- name: forget_before
+-- The user's memories dated before a time (`recall forget --before`, retention by age).
+DELETE FROM recall.memories WHERE user_id = %(user_id)s AND created_at < %(before)s;
+
+-- name: forget_over_cap
+-- The user's memories beyond their %(keep)s newest: the oldest go (retention's per-user cap).
+DELETE FROM recall.memories
+WHERE user_id = %(user_id)s
+  AND id IN (
+      SELECT id FROM recall.memories
+      WHERE user_id = %(user_id)s
+      ORDER BY created_at DESC, id DESC
+      OFFSET %(keep)s
+  );
+
+-- name: users_with_memories_before
+-- Users with a memory dated before a time (retention by age erases them user by user).
+SELECT DISTINCT user_id FROM recall.memories WHERE created_at < %(before)s ORDER BY user_id;
+
+-- name: users_over_cap
+-- Users with more than %(cap)s memories, by the bookkeeping count (retention's cap).
+SELECT user_id FROM recall.users WHERE memory_count > %(cap)s ORDER BY user_id;
 
 -- name: forget_user_row
 DELETE FROM recall.users WHERE user_id = %(user_id)s RETURNING hnsw_index;

@@ -8,6 +8,7 @@ bottom floor).
 """
 
 from recall.store.checks import MAX_LIMIT
+from recall.store.erasure import Retention
 from recall.store.memory_store import MemoryStore, StoreConnector
 
-__all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
+__all__ = ["MAX_LIMIT", "MemoryStore", "Retention", "StoreConnector"]

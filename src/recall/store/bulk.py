@@ -9,12 +9,14 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from recall.db.bulk import copy_turns, import_clock
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError, StoreError
 from recall.memory import Turn
 from recall.store.base import StoreBase
+from recall.store.checks import imported_id
 
 __all__ = ["Bulk", "ImportProgress"]
 
@@ -66,10 +68,11 @@ class Bulk(StoreBase):
 
         Each batch is embedded in model batches and written with one binary COPY in one
         transaction, so a batch is stored whole or not at all, and re-running an import stores
-        nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats).
-        The next batch is checked (and embedded) while the server writes the ones before it,
-        and up to `writers` batches are written at once, each on its own connection: the
-        server's work per batch (indexes, full-text parse) then runs on several cores. Turns
+        nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats), and
+        the `id` its memory had (a line of `recall export`): a new memory keeps it. The next
+        batch is checked (and embedded) while the server writes the ones before it, and up to
+        `writers` batches are written at once, each on its own connection: the server's work
+        per batch (indexes, full-text parse) then runs on several cores. Turns
         without a date are dated in the file's order whatever order the batches commit in,
         and `on_batch` reports batches in the file's order.
 
@@ -148,25 +151,26 @@ class Bulk(StoreBase):
 
     async def _prepare_batch(
         self, items: list[Mapping[str, Any]], *, offset: int
-    ) -> tuple[list[Turn], list[Vector]]:
-        """Check a batch's turns and vectors, and embed the turns that came without one."""
+    ) -> tuple[list[Turn], list[Vector], list[UUID | None]]:
+        """Check a batch's turns, ids and vectors, and embed the turns that came without one."""
         if len(items) >= _THREAD_BATCH:  # CPU work off the event loop, so a write can go on
-            turns, vectors = await asyncio.to_thread(self._check_batch, items, offset)
+            turns, vectors, ids = await asyncio.to_thread(self._check_batch, items, offset)
         else:
-            turns, vectors = self._check_batch(items, offset)
+            turns, vectors, ids = self._check_batch(items, offset)
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
             computed = await self.embedder.embed_documents([turns[i].text for i in missing])
             for i, vec in zip(missing, computed, strict=True):
                 vectors[i] = vec
-        return turns, [v for v in vectors if v is not None]
+        return turns, [v for v in vectors if v is not None], ids
 
     def _check_batch(
         self, items: list[Mapping[str, Any]], offset: int
-    ) -> tuple[list[Turn], list[Vector | None]]:
+    ) -> tuple[list[Turn], list[Vector | None], list[UUID | None]]:
         known = {"user_id", "user_message", "ai_response", "conversation_id", "created_at"}
         turns: list[Turn] = []
         vectors: list[Vector | None] = []
+        ids: list[UUID | None] = []
         for pos, item in enumerate(items, start=offset):
             if not isinstance(item, Mapping):
                 raise InvalidInputError(f"turn #{pos} must be a mapping, not {type(item).__name__}")
@@ -178,19 +182,25 @@ class Bulk(StoreBase):
                         kind=item.get("kind") or "turn",
                     )
                 )
+                ids.append(imported_id(item.get("id")))
             except InvalidInputError as exc:
                 raise InvalidInputError(f"turn #{pos}: {exc}") from exc
             given = item.get("embedding")
             vectors.append(None if given is None else self.embedder.check_vector(given))
-        return turns, vectors
+        return turns, vectors, ids
 
     async def _write_batch(
-        self, turns: list[Turn], vectors: list[Vector], clock: datetime, first: int
+        self,
+        turns: list[Turn],
+        vectors: list[Vector],
+        given: list[UUID | None],
+        clock: datetime,
+        first: int,
     ) -> tuple[list[str], int]:
         users = {t.user_id for t in turns}
         async with self._conn("add_turns", all_users=True, fence=users) as conn:
             ids, new = await copy_turns(
-                conn, turns, vectors, self.embedder.name, clock=clock, first=first
+                conn, turns, vectors, self.embedder.name, clock=clock, first=first, ids=given
             )
         for user_id, count in Counter(t.user_id for t in turns).items():
             self._note_added(user_id, count)

@@ -7,7 +7,14 @@ from uuid import UUID
 from recall.errors import InvalidInputError
 from recall.memory import clean_id
 
-__all__ = ["MAX_LIMIT", "check_limit", "check_threshold", "memory_key", "memory_uuid"]
+__all__ = [
+    "MAX_LIMIT",
+    "check_limit",
+    "check_threshold",
+    "imported_id",
+    "memory_key",
+    "memory_uuid",
+]
 
 MAX_LIMIT = 1000
 
@@ -61,3 +68,19 @@ def memory_key(user_id: object, memory_id: object) -> tuple[str, UUID | None]:
     uid = clean_id(user_id, "user_id")
     assert uid is not None  # required ids are never None
     return uid, memory_uuid(memory_id)
+
+
+def imported_id(value: object) -> UUID | None:
+    """The id an imported memory keeps (a line of `recall export` has one), or None for none.
+
+    Raises:
+        InvalidInputError: `value` is given but is not a memory id (a UUID string).
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            return UUID(value)
+        except ValueError:
+            pass
+    raise InvalidInputError(f"id must be a memory id (a UUID), not {value!r:.60}")

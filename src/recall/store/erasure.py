@@ -1,26 +1,55 @@
-"""Erasure: one memory, or everything of a user across tables, indexes and writer queues."""
+"""Erasure: one memory, a user's memories before a date, everything of a user across tables,
+indexes and writer queues, and retention (memories past an age or over a per-user cap).
+
+Every removal is logged with its count: `memory.forget.done` (scope `memory`, `before` or
+`user`) and `memory.retention.done`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from recall.db.memories import delete_memory, forget_user_rows
+from recall.db.memories import (
+    delete_memory,
+    forget_before,
+    forget_over_cap,
+    forget_user_rows,
+    users_over_cap,
+    users_with_memories_before,
+)
 from recall.db.userindex import drop_user_index, index_name
+from recall.errors import InvalidInputError
 from recall.memory import clean_id
 from recall.outbox import Outbox
 from recall.store.base import StoreBase
 from recall.store.checks import memory_key
 
-__all__ = ["Erasure"]
+__all__ = ["Erasure", "Retention"]
 
 log = structlog.stdlib.get_logger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """What one `MemoryStore.apply_retention` call removed.
+
+    Attributes:
+        expired: memories older than the retention days.
+        over_cap: memories beyond a user's cap (the oldest of the user's).
+        users: users who lost at least one memory.
+    """
+
+    expired: int = 0
+    over_cap: int = 0
+    users: int = 0
+
+
 class Erasure(StoreBase):
-    """`MemoryStore.delete` and `forget_user`."""
+    """`MemoryStore.delete`, `forget_before`, `forget_user` and `apply_retention`."""
 
     async def delete(self, user_id: str, memory_id: str) -> bool:
         """Delete one of the user's memories; return whether it existed.
@@ -34,7 +63,92 @@ class Erasure(StoreBase):
         async with self._conn("delete", user=uid, fence=(uid,)) as conn:
             deleted = await delete_memory(conn, uid, mid)
         self._plans.pop(uid, None)
+        log.info("memory.forget.done", scope="memory", count=int(deleted))
         return deleted
+
+    async def forget_before(self, user_id: str, before: datetime) -> int:
+        """Delete the user's memories dated before `before` (of every kind); the newer ones,
+        the user's trackers and summaries stay.
+
+        Returns:
+            How many memories were deleted.
+
+        Raises:
+            InvalidInputError: a bad user id, or `before` is not a timezone-aware datetime.
+            StoreError: the database failed (nothing is deleted).
+        """
+        uid = clean_id(user_id, "user_id")
+        assert uid is not None
+        if not isinstance(before, datetime) or before.tzinfo is None:
+            raise InvalidInputError("before must be a timezone-aware datetime")
+        count = await self._forget_before(uid, before)
+        log.info("memory.forget.done", scope="before", count=count)
+        return count
+
+    async def _forget_before(self, uid: str, before: datetime) -> int:
+        async with self._conn("forget_before", user=uid, fence=(uid,)) as conn:
+            count = await forget_before(conn, uid, before)
+        self._plans.pop(uid, None)
+        return count
+
+    async def apply_retention(
+        self,
+        *,
+        days: int | None = None,
+        max_per_user: int | None = None,
+        now: datetime | None = None,
+    ) -> Retention:
+        """Remove every user's memories older than `days`, then each user's oldest beyond
+        `max_per_user`; one transaction per user, so a failure leaves whole users done.
+
+        Args:
+            days: the age limit; None: `settings.retention_days` (None there: no age limit).
+            max_per_user: the per-user cap; None: `settings.retention_max_per_user` (None
+                there: no cap).
+            now: the time the age is measured from (the current time when None).
+
+        Returns:
+            The counts removed, also logged as `memory.retention.done`.
+
+        Raises:
+            InvalidInputError: `days` or `max_per_user` is below 1.
+            StoreError: the database failed (users done before it stay done).
+        """
+        days = self.settings.retention_days if days is None else days
+        cap = self.settings.retention_max_per_user if max_per_user is None else max_per_user
+        for name, value in (("days", days), ("max_per_user", cap)):
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise InvalidInputError(f"retention {name} must be >= 1, not {value!r}")
+        expired = over_cap = 0
+        touched: set[str] = set()
+        if days is not None:
+            cutoff = (now or datetime.now(UTC)) - timedelta(days=days)
+            async with self._conn("retention", all_users=True) as conn:
+                users = await users_with_memories_before(conn, cutoff)
+            for uid in users:
+                if removed := await self._forget_before(uid, cutoff):
+                    expired += removed
+                    touched.add(uid)
+        if cap is not None:
+            async with self._conn("retention", all_users=True) as conn:
+                users = await users_over_cap(conn, cap)
+            for uid in users:
+                async with self._conn("retention", user=uid, fence=(uid,)) as conn:
+                    removed = await forget_over_cap(conn, uid, cap)
+                self._plans.pop(uid, None)
+                if removed:
+                    over_cap += removed
+                    touched.add(uid)
+        done = Retention(expired=expired, over_cap=over_cap, users=len(touched))
+        log.info(
+            "memory.retention.done",
+            expired=done.expired,
+            over_cap=done.over_cap,
+            users=done.users,
+            days=days,
+            max_per_user=cap,
+        )
+        return done
 
     async def forget_user(self, user_id: str, *, outboxes: Sequence[Outbox] = ()) -> int:
         """Erase everything of the user: memories (turns, notes, model-written), bookkeeping,
@@ -63,5 +177,5 @@ class Erasure(StoreBase):
         count = forgotten.memories
         for outbox in outboxes:
             count += await outbox.forget(uid)
-        log.info("memory.forget.done", count=count)
+        log.info("memory.forget.done", scope="user", count=count)
         return count

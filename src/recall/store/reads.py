@@ -1,9 +1,13 @@
-"""Reading one user's memories without a query: the newest ones, and one by id."""
+"""Reading one user's memories without a query: the newest ones, one by id, and all of them
+(an export)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import datetime
 from uuid import UUID
+
+import structlog
 
 from recall.db.memories import get_memory, memories_page, recent_memories, user_summaries
 from recall.db.rows import ConversationSummary
@@ -15,9 +19,11 @@ from recall.store.checks import check_limit, memory_key
 
 __all__ = ["Reads"]
 
+log = structlog.stdlib.get_logger(__name__)
+
 
 class Reads(StoreBase):
-    """`MemoryStore.recent`, `page`, `get` and `summaries`."""
+    """`MemoryStore.recent`, `page`, `export`, `get` and `summaries`."""
 
     async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None).
@@ -67,6 +73,31 @@ class Reads(StoreBase):
         async with self._conn("page", read=True, user=uid) as conn:
             rows = await memories_page(conn, uid, limit, cursor, kind)
         return [row_memory(r) for r in rows]
+
+    async def export(self, user_id: str, *, page_size: int = 1000) -> AsyncIterator[Memory]:
+        """Every memory of the user, newest first, read from the primary (a replica may not
+        have the latest yet) one page of `page_size` at a time, each on its own connection.
+        A memory written during the export may be left out; none is read twice.
+
+        Raises:
+            InvalidInputError: a bad user id or page size.
+            StoreError: the database failed.
+        """
+        uid = clean_id(user_id, "user_id")
+        assert uid is not None
+        page_size = check_limit(page_size, "page_size")
+        cursor: tuple[datetime, UUID] | None = None
+        count = 0
+        while True:
+            async with self._conn("export", user=uid) as conn:
+                rows = await memories_page(conn, uid, page_size, cursor)
+            for row in rows:
+                yield row_memory(row)
+            count += len(rows)
+            if len(rows) < page_size:
+                break
+            cursor = (rows[-1].created_at, rows[-1].id)
+        log.info("memory.export.done", count=count)
 
     async def summaries(self, user_id: str, limit: int = 100) -> list[ConversationSummary]:
         """The rolling summaries of the user's conversations (`recall.creation`), newest first.

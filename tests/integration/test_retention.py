@@ -1,0 +1,177 @@
+"""Issue 37, point 4: a user's memories exported and imported back unchanged (ids kept), erased
+before a date or one by id, and retention by age and per-user cap; every removal logged with
+its count. Each test that removes across users has a database of its own."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from recall.config import Settings
+from recall.errors import InvalidInputError, StoreError
+from recall.memory import Memory
+from recall.store import MemoryStore, Retention
+from recall.testing import FakeEmbeddings
+from tests.conftest import Databases
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def own_store(databases: Databases) -> AsyncIterator[MemoryStore]:
+    """A store on a database of its own (retention works across every user of a database)."""
+    url = await databases.create("recall_retention")
+    async with MemoryStore.connect(
+        Settings(database_url=url), embeddings=FakeEmbeddings(16)
+    ) as store:
+        yield store
+
+
+def _turns(user: str, ages_days: list[int]) -> list[dict[str, Any]]:
+    """One turn per age, dated that many days before NOW; `fact <user> <i>`."""
+    return [
+        {
+            "user_id": user,
+            "user_message": f"fact {user} {i}",
+            "ai_response": "ok",
+            "conversation_id": "c",
+            "created_at": NOW - timedelta(days=age),
+        }
+        for i, age in enumerate(ages_days)
+    ]
+
+
+async def _texts(store: MemoryStore, user: str) -> set[str]:
+    return {m.user_message for m in await store.recent(user, 1000)}
+
+
+async def _all(store: MemoryStore, user: str) -> list[Memory]:
+    return [m async for m in store.export(user, page_size=2)]
+
+
+async def test_export_reads_every_memory_of_the_user_newest_first(
+    own_store: MemoryStore,
+) -> None:
+    await own_store.add_turns(_turns("ann", [5, 4, 3, 2, 1]) + _turns("bob", [1]))
+    with capture_logs() as logs:
+        exported = await _all(own_store, "ann")  # pages of 2: three pages
+    assert [m.user_message for m in exported] == [f"fact ann {i}" for i in (4, 3, 2, 1, 0)]
+    assert [e["count"] for e in logs if e["event"] == "memory.export.done"] == [5]
+    assert await _all(own_store, "nobody") == []
+
+
+async def test_an_imported_memory_keeps_the_id_and_fields_it_was_exported_with(
+    databases: Databases,
+) -> None:
+    """Export from one database, import into an empty one: the same memories, ids included."""
+    source_url, target_url = await databases.create(), await databases.create()
+    turns = [
+        *_turns("ann", [3, 2]),
+        {"user_id": "ann", "user_message": "a note", "ai_response": "", "kind": "note",
+         "metadata": {"source": "MEMORY.md", "tags": ["é", 1]}, "created_at": NOW},
+        {"user_id": "ann", "user_message": "no thread", "ai_response": "ok",
+         "created_at": NOW - timedelta(microseconds=7)},
+    ]  # fmt: skip
+    async with MemoryStore.connect(
+        Settings(database_url=source_url), embeddings=FakeEmbeddings(16)
+    ) as source:
+        await source.add_turns(turns)
+        exported = await _all(source, "ann")
+    lines = [
+        {"id": m.id, "user_id": "ann", "conversation_id": m.conversation_id,
+         "user_message": m.user_message, "ai_response": m.ai_response,
+         "created_at": m.created_at.isoformat(), "metadata": m.metadata, "kind": m.kind}
+        for m in exported
+    ]  # fmt: skip
+    async with MemoryStore.connect(
+        Settings(database_url=target_url), embeddings=FakeEmbeddings(16)
+    ) as target:
+        ids = await target.add_turns(lines)
+        assert ids == [m.id for m in exported]
+        assert await _all(target, "ann") == exported
+        assert await target.add_turns(lines) == ids  # again: nothing twice, same ids
+        assert await _all(target, "ann") == exported
+    assert {m.kind for m in exported} == {"turn", "note"}
+
+
+async def test_a_bad_or_clashing_id_is_refused_and_loses_nothing(own_store: MemoryStore) -> None:
+    [kept] = await own_store.add_turns(_turns("ann", [1]))
+    with pytest.raises(InvalidInputError, match=r"turn #1: id must be a memory id"):
+        await own_store.add_turns([*_turns("ann", [2]), {**_turns("ann", [3])[0], "id": "x"}])
+    # the user's id for another text: the batch is refused whole
+    clash = {**_turns("ann", [4])[0], "user_message": "other text", "id": kept}
+    with pytest.raises(StoreError):
+        await own_store.add_turns([clash])
+    assert await _texts(own_store, "ann") == {"fact ann 0"}
+    # the same id under another user is that user's own memory
+    assert await own_store.add_turns([{**clash, "user_id": "bob"}]) == [kept]
+    [theirs] = await own_store.recent("bob")
+    assert (theirs.id, theirs.user_message) == (kept, "other text")
+    assert (await own_store.get("ann", kept)) is not None
+
+
+async def test_forget_before_erases_only_the_users_older_memories(
+    own_store: MemoryStore,
+) -> None:
+    await own_store.add_turns(_turns("ann", [400, 200, 10, 0]) + _turns("bob", [400]))
+    with capture_logs() as logs:
+        assert await own_store.forget_before("ann", NOW - timedelta(days=100)) == 2
+        assert await own_store.forget_before("ann", NOW - timedelta(days=100)) == 0
+    assert await _texts(own_store, "ann") == {"fact ann 2", "fact ann 3"}
+    assert await _texts(own_store, "bob") == {"fact bob 0"}
+    forgot = [(e["scope"], e["count"]) for e in logs if e["event"] == "memory.forget.done"]
+    assert forgot == [("before", 2), ("before", 0)]
+    with pytest.raises(InvalidInputError, match="timezone-aware"):
+        await own_store.forget_before("ann", datetime(2030, 1, 1))  # naive: refused
+    assert len(await _texts(own_store, "ann")) == 2
+
+
+async def test_deleting_another_users_memory_deletes_nothing(own_store: MemoryStore) -> None:
+    [ann] = await own_store.add_turns(_turns("ann", [1]))
+    with capture_logs() as logs:
+        assert await own_store.delete("bob", ann) is False
+        assert await own_store.delete("ann", ann) is True
+    assert [e["count"] for e in logs if e["event"] == "memory.forget.done"] == [0, 1]
+    assert await own_store.recent("ann") == []
+
+
+async def test_retention_removes_the_old_then_the_oldest_over_the_cap(
+    own_store: MemoryStore,
+) -> None:
+    await own_store.add_turns(
+        _turns("ann", [100, 40, 20, 10, 5, 1]) + _turns("bob", [90, 2]) + _turns("cy", [1])
+    )
+    with capture_logs() as logs:
+        done = await own_store.apply_retention(days=30, max_per_user=2, now=NOW)
+    # ann: 100 and 40 days are too old, then 20 and 10 are over the cap; bob: 90 days
+    assert done == Retention(expired=3, over_cap=2, users=2)
+    assert await _texts(own_store, "ann") == {"fact ann 4", "fact ann 5"}
+    assert await _texts(own_store, "bob") == {"fact bob 1"}
+    assert await _texts(own_store, "cy") == {"fact cy 0"}
+    [event] = [e for e in logs if e["event"] == "memory.retention.done"]
+    assert (event["expired"], event["over_cap"], event["users"]) == (3, 2, 2)
+    assert (event["days"], event["max_per_user"]) == (30, 2)
+    # the bookkeeping counts followed the deletes: a second run finds nothing to do
+    again = await own_store.apply_retention(days=30, max_per_user=2, now=NOW)
+    assert again == Retention()
+
+
+async def test_retention_takes_its_limits_from_the_stores_settings(
+    databases: Databases,
+) -> None:
+    url = await databases.create("recall_retention")
+    keep_all = Settings(database_url=url)
+    async with MemoryStore.connect(keep_all, embeddings=FakeEmbeddings(16)) as store:
+        await store.add_turns(_turns("ann", [1000, 3, 2, 1]))
+        assert await store.apply_retention(now=NOW) == Retention()  # nothing set: keep all
+        with pytest.raises(InvalidInputError, match="max_per_user must be >= 1"):
+            await store.apply_retention(max_per_user=0)
+        assert len(await _texts(store, "ann")) == 4
+    capped = keep_all.replace(retention_days=365, retention_max_per_user=2)
+    async with MemoryStore.connect(capped, embeddings=FakeEmbeddings(16)) as store:
+        assert await store.apply_retention(now=NOW) == Retention(expired=1, over_cap=1, users=1)
+        assert await _texts(store, "ann") == {"fact ann 2", "fact ann 3"}
