@@ -19,7 +19,7 @@ from tests.conftest import Databases
 
 pytestmark = pytest.mark.model
 
-SEED = [
+SEED: list[dict[str, Any]] = [
     {"user_id": "cli-ann", "user_message": "I adopted a dog named Max", "ai_response": "Nice!",
      "conversation_id": "t1", "created_at": "2024-03-01T09:30:00.123456+02:00",
      "metadata": {"mood": "happy", "tags": ["dog", "é"]}},
