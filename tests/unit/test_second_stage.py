@@ -29,6 +29,7 @@ from recall.search.second_stage import (
     load_second_stage,
     second_stage_for,
 )
+from recall.search.trees import TreeModel
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIMS = 4
@@ -122,6 +123,36 @@ def test_gate_features_name_every_feature_once() -> None:
     assert values["cos_standout"] == pytest.approx(0.8 - 0.6)
 
 
+def test_the_gate_reads_the_rankers_top_candidate_on_its_own() -> None:
+    rows = [
+        row(0, distance=0.5, bm25=2.0, matched=[1]),  # the ranker's top: first by BM25 only
+        row(1, distance=0.1),  # first by cosine, holds no term
+        row(2, distance=0.3, bm25=1.0, matched=[1]),
+    ]
+    facts = query_facts("what cello", rows)
+    x = rank_features(facts, rows, [1, 2, 0], 25)
+    g = gate_features(facts, x, np.array([3.0, 1.0, 2.0]), [0.9, 0.7, 0.5], intent=0.0)
+    values = dict(zip(GATE_FEATURES, g, strict=True))
+    assert values["top_idf"] == pytest.approx(1.0) and values["top_cos"] == pytest.approx(0.5)
+    assert values["top_rank_bm25"] == 1.0 and values["top_rank_cos"] == pytest.approx(1 / 3)
+    assert values["top_agree"] == 0.0  # the lists disagree on it
+    assert values["top3_idf"] == pytest.approx(2.0)  # two of the top three hold the term
+    assert values["cos_z"] == pytest.approx((0.9 - 0.7) / np.std([0.9, 0.7, 0.5]))
+    assert values["asks"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [("What car do I drive", True), ("remind me of my sister's name", True),
+     ("my car is red?", True), ("thanks, that's great", False), ("Hi!", False)],
+)  # fmt: skip
+def test_a_message_asks_when_it_opens_as_a_question_or_ends_with_a_mark(
+    text: str, asks: bool
+) -> None:
+    assert query_facts(text, [row(0)]).asks is asks
+    assert query_facts(text, []).asks is asks
+
+
 def linear(names: tuple[str, ...], weights: list[float], intercept: float) -> LinearModel:
     n = len(names)
     return LinearModel(names, np.zeros(n), np.ones(n), np.array(weights), intercept)
@@ -200,8 +231,12 @@ def test_the_shipped_stage_is_for_bge_small_and_none_for_other_models() -> None:
     shipped = second_stage_for("bge-small-en-v1.5")
     assert shipped is not None
     assert shipped.embedding_model == "bge-small-en-v1.5"
-    assert len(shipped.intent) == len(shipped.product_weights) == 384
+    assert len(shipped.intent) == 384
+    # trees over the features, no learned similarity of the vectors (decision 0027)
+    assert isinstance(shipped.ranker, TreeModel) and isinstance(shipped.gate, TreeModel)
+    assert shipped.product_weights is None
     assert shipped.source["command"].startswith("python benchmarks/fit_second_stage.py")
+    assert "uncommitted" not in shipped.source["commit"]  # a clean checkout reproduces it
     assert second_stage_for("all-MiniLM-L6-v2") is None
     assert second_stage_for("fake-hash-64") is None
 
@@ -224,3 +259,75 @@ def test_the_shipped_stage_is_for_bge_small_and_none_for_other_models() -> None:
 )
 def test_a_word_of_time_or_a_number_makes_a_text_temporal(text: str, expected: bool) -> None:
     assert _has_time(text) is expected
+
+
+def little_trees() -> TreeModel:
+    """Two trees of depth 2 over three features: the first splits on "a" then "b", the second
+    is a single leaf padded to depth 2 (every split goes left)."""
+    inf = float("inf")
+    return TreeModel(
+        features=("a", "b", "c"),
+        baseline=0.5,
+        depth=2,
+        feature=np.array([[0, 1, 1], [0, 0, 0]]),
+        threshold=np.array([[1.0, 0.0, 0.0], [inf, inf, inf]]),
+        # node means: root, its two children, then the four leaves
+        value=np.array([[0.0, -1.0, 1.0, -2.0, 0.0, 0.5, 1.5], [0.25] * 7]),
+    )
+
+
+def test_trees_take_each_row_down_its_path() -> None:
+    trees = little_trees()
+    x = np.array([[0.5, -1.0, 9.0], [0.5, 3.0, 9.0], [2.0, -1.0, 9.0], [2.0, 3.0, 9.0]])
+    # a <= 1 goes left, then b <= 0 goes left; the padded tree adds 0.25 to every row
+    assert trees.logits(x) == pytest.approx([0.5 - 2.0 + 0.25, 0.5 + 0.25, 1.25, 2.25])
+    assert trees.logits(np.zeros((0, 3))).shape == (0,)
+    # a value exactly at the threshold goes left, as LightGBM's numeric splits do
+    assert trees.logits(np.array([[1.0, 0.0, 0.0]]))[0] == pytest.approx(0.5 - 2.0 + 0.25)
+
+
+def test_tree_contributions_add_up_to_the_logit() -> None:
+    trees = little_trees()
+    row = np.array([2.0, 3.0, 9.0])
+    parts = trees.contributions(row)
+    assert sum(parts.values()) == pytest.approx(trees.logits(row[None, :])[0])
+    assert parts["a"] == pytest.approx(1.0)  # the root's mean 0 to its right child's 1
+    assert parts["b"] == pytest.approx(0.5)  # 1 to the leaf's 1.5
+    assert parts["c"] == 0.0  # never split on
+    assert parts["bias"] == pytest.approx(0.5 + 0.0 + 0.25)
+
+
+def test_trees_json_round_trip_and_bad_arrays() -> None:
+    trees = little_trees()
+    data = json.loads(json.dumps(trees.to_json()))  # +inf thresholds survive as JSON numbers
+    again = TreeModel.from_json(data, ("a", "b", "c"))
+    x = np.array([[0.0, 0.0, 0.0], [5.0, -5.0, 1.0]])
+    assert again.logits(x) == pytest.approx(trees.logits(x))
+    with pytest.raises(ConfigError, match="tree model over"):
+        TreeModel.from_json(data, ("a", "b"))
+    for key, bad in (("feature", [[0, 1, 7], [0, 0, 0]]), ("value", [[0.0], [0.0]])):
+        broken = {**data, key: bad}
+        with pytest.raises(ConfigError, match="do not match"):
+            TreeModel.from_json(broken, ("a", "b", "c"))
+
+
+def test_a_stage_of_trees_scores_and_explains_without_vector_products() -> None:
+    rank = little_trees()
+    splits = np.array([[col("cos"), 0, 0], [0, 0, 0]])
+    ranker = TreeModel(RANK_FEATURES, rank.baseline, rank.depth, splits, rank.threshold, rank.value)
+    gate = TreeModel(GATE_FEATURES, 1.0, rank.depth, np.zeros((2, 3), dtype=np.intp),
+                     rank.threshold, rank.value)  # fmt: skip
+    s = SecondStage(
+        embedding_model="test", candidates=25, ranker=ranker, product_weights=None,
+        intent=np.zeros(DIMS), intent_intercept=0.0, gate=gate, gate_offset=0.5,
+        intent_offset=50.0, slope=0.3, source={},
+    )  # fmt: skip
+    rows = [row(0, distance=0.95), row(1, distance=0.5)]  # cos 0.05 <= 1, cos 0.5 <= 1
+    scored = s.score("cello", np.ones(DIMS), rows, [1, 0])
+    why = scored.explain(s, 0)
+    assert "vectors" not in why.ranker and "intercept" not in why.ranker
+    assert sum(why.ranker.values()) == pytest.approx(why.logit)
+    assert sum(why.gate_parts.values()) == pytest.approx(why.match)
+    again = load_second_stage(json.dumps(s.to_json()))
+    assert again.product_weights is None and isinstance(again.ranker, TreeModel)
+    assert again.score("cello", np.ones(DIMS), rows, [1, 0]).scores == scored.scores

@@ -14,7 +14,12 @@ Two kinds, both computed from the candidates (`recall.search.candidates`) and th
   (`coverage`: a question about what the user never spoke of names terms they never used), the
   best cosines, the ranker's best three logits, and `intent`, a linear model over the query's own
   vector that tells small talk and generic requests (greetings, thanks, arithmetic, translation)
-  from questions about the user's life, whatever the memories hold.
+  from questions about the user's life, whatever the memories hold. Beside those, what the
+  ranker's top candidate holds on its own (its share of the query's idf, its cosine, its place
+  in each list and whether both lists put it first), the idf its top three hold together, the
+  best cosine standardised by the spread of this user's vector side (`cos_z`), and whether the
+  message asks at all (`asks`): an answer's evidence sits in one memory, not in maxima taken
+  over several (issue 35).
 
 Nothing here reads a name or a speaker: silence may not rest on names (decision 0024).
 """
@@ -92,6 +97,15 @@ GATE_FEATURES = (
     "unseen_terms",
     "unseen_frac",
     "min_idf",
+    # the ranker's top candidate on its own, and the lists' agreement on it (issue 35)
+    "top_idf",
+    "top_cos",
+    "top_rank_cos",
+    "top_rank_bm25",
+    "top_agree",
+    "top3_idf",
+    "cos_z",
+    "asks",
 )
 _COL = {name: i for i, name in enumerate(RANK_FEATURES)}
 _MONTHS = "january february march april may june july august september october november december"
@@ -108,6 +122,14 @@ _TEMPORAL_WORDS = frozenset(
 _WORDS = re.compile(r"\w+")
 _NUMBER = re.compile(r"\b\d+\b")
 _NO_LOGIT = -10.0  # the ranker logit of a missing second or third candidate
+# words that open a question (or a request for what one said): the message asks something
+_ASKING = frozenset(
+    (
+        "what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "do",
+        "does", "is", "was", "were", "are", "am", "can", "could", "would", "will", "have", "has",
+        "had", "remind", "tell", "recall",
+    )
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +143,8 @@ class QueryFacts:
             can (0 when the query has no term).
         memories: the user's number of memories.
         asks_when: the query asks for a time ("when ...", "what year", "how long").
+        asks: the query is a question or asks to be reminded (its first word is one that
+            opens a question, or it ends with "?").
     """
 
     idf: tuple[float, ...]
@@ -128,21 +152,24 @@ class QueryFacts:
     coverage: float
     memories: float
     asks_when: bool
+    asks: bool = False
 
 
 def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
     """The query's terms' idf (BM25's, as recall.search_terms computes it) and coverage."""
+    low = query_text.lower()
+    first = next(iter(_WORDS.findall(low)), "")
+    asks = first in _ASKING or low.rstrip().endswith("?")
     if not rows:
-        return QueryFacts((), 0.0, 0.0, 0.0, False)
+        return QueryFacts((), 0.0, 0.0, 0.0, False, asks)
     n = max(rows[0].memories, 1.0)
     dfs = rows[0].term_df
     idf = tuple(math.log(1 + (n - df + 0.5) / (df + 0.5)) if df > 0 else 0.0 for df in dfs)
     most = math.log(1 + (n + 0.5) / 0.5)
     idf_sum = sum(idf)
     whole = sum(v if v > 0 else most for v in idf)
-    low = query_text.lower()
     asks_when = low.lstrip().startswith("when") or "what year" in low or "how long" in low
-    return QueryFacts(idf, idf_sum, idf_sum / whole if whole > 0 else 0.0, n, asks_when)
+    return QueryFacts(idf, idf_sum, idf_sum / whole if whole > 0 else 0.0, n, asks_when, asks)
 
 
 def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
@@ -299,6 +326,13 @@ def gate_features(
     def best_of(name: str) -> float:
         return float(x[:, _COL[name]].max()) if len(x) else 0.0
 
+    order = np.argsort(-logits, kind="stable") if len(x) else np.zeros(0, dtype=np.intp)
+
+    def first(name: str) -> float:  # of the ranker's top candidate
+        return float(x[order[0], _COL[name]]) if len(x) else 0.0
+
+    spread = float(np.std(cosines))
+
     values = {
         "coverage": facts.coverage,
         "n_terms": float(len(facts.idf)),
@@ -321,5 +355,13 @@ def gate_features(
         "unseen_terms": float(unseen),
         "unseen_frac": unseen / len(facts.idf) if facts.idf else 0.0,
         "min_idf": min(facts.idf) if facts.idf else 0.0,
+        "top_idf": first("idf_frac"),
+        "top_cos": first("cos"),
+        "top_rank_cos": first("rank_cos"),
+        "top_rank_bm25": first("rank_bm25"),
+        "top_agree": float(first("rank_cos") == 1.0 and first("rank_bm25") == 1.0),
+        "top3_idf": float(x[order[:3], _COL["idf_frac"]].sum()) if len(x) else 0.0,
+        "cos_z": (best - float(np.mean(cosines))) / spread if spread > 0 else 0.0,
+        "asks": float(facts.asks),
     }
     return np.array([values[name] for name in GATE_FEATURES])

@@ -1,8 +1,10 @@
 """The learned second stage and its gate: the default ranking (docs/retrieval.md, decision 0024).
 
-Three linear models over `recall.search.features`, fitted leave-one-conversation-out by
-`python benchmarks/fit_second_stage.py` and shipped as package data, one file per embedding
-model (`second_stage/<model>.json`: the cosines and vectors they read are that model's):
+Three models over `recall.search.features`, fitted by `python benchmarks/fit_second_stage.py`
+(every figure it publishes is for data the models were fitted without: decision 0027) and
+shipped as package data, one file per embedding model (`second_stage/<model>.json`: the
+cosines and vectors they read are that model's). The ranker and the gate are linear or
+gradient-boosted trees (`recall.search.trees`); the intent is linear over the query's vector:
 
 - the **ranker** orders the candidates: a logit `z` per memory;
 - the **intent** model reads the query's own vector: small talk and generic requests score low;
@@ -18,7 +20,8 @@ probability and the others less, by how far the ranker puts them below it. So th
 threshold 0.5 is a gate: when nothing answers the message nothing passes, and when something
 does, the best candidates pass. It is not a per-memory probability.
 
-Each score splits into the features' contributions (`explain`), since every model is linear.
+Each score splits into the features' contributions (`explain`): a linear model's weights times
+its standardised features, a tree model's changes along the row's path (Saabas's method).
 """
 
 from __future__ import annotations
@@ -43,10 +46,12 @@ from recall.search.features import (
     query_facts,
     rank_features,
 )
+from recall.search.trees import TreeModel
 
 __all__ = [
     "Explanation",
     "LinearModel",
+    "Model",
     "Scored",
     "SecondStage",
     "load_second_stage",
@@ -109,6 +114,17 @@ class LinearModel:
             "weights": self.weights.tolist(),
             "intercept": self.intercept,
         }
+
+
+Model = LinearModel | TreeModel
+"""A model of the second stage: linear, or gradient-boosted trees (`recall.search.trees`)."""
+
+
+def _model_from_json(data: Mapping[str, Any], names: Sequence[str]) -> Model:
+    """A linear model, or trees when the data says `"kind": "trees"`."""
+    if data.get("kind", "linear") == "trees":
+        return TreeModel.from_json(data, names)
+    return LinearModel.from_json(data, names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +195,13 @@ class Scored:
     def explain(self, stage: SecondStage, index: int) -> Explanation:
         """The parts of candidate `index`'s score."""
         ranker = stage.ranker.contributions(self._rank_x[index])
-        ranker[_PRODUCTS] = float(self._products[index] @ stage.product_weights)
-        ranker["intercept"] = stage.ranker.intercept
+        if stage.product_weights is not None:
+            ranker[_PRODUCTS] = float(self._products[index] @ stage.product_weights)
+        if isinstance(stage.ranker, LinearModel):
+            ranker["intercept"] = stage.ranker.intercept
         gate_parts = stage.gate.contributions(self._gate_x)
-        gate_parts["intercept"] = stage.gate.intercept
+        if isinstance(stage.gate, LinearModel):
+            gate_parts["intercept"] = stage.gate.intercept
         gate_parts["offset"] = stage.gate_offset
         best = float(self.logits[self.order[0]])
         return Explanation(
@@ -204,11 +223,12 @@ class SecondStage:
     Attributes:
         embedding_model: the model whose cosines and vectors it was fitted on.
         candidates: how many memories each side (cosine, BM25) brings.
-        ranker: orders the candidates (`RANK_FEATURES`).
-        product_weights: the ranker's weights of the query-memory vector products.
+        ranker: orders the candidates (`RANK_FEATURES`): linear or trees.
+        product_weights: the ranker's weights of the query-memory vector products (a linear
+            ranker's learned similarity), or None when it has none.
         intent: the intent model's weights over the query's vector.
         intent_intercept: its intercept.
-        gate: the gate (`GATE_FEATURES`).
+        gate: the gate (`GATE_FEATURES`): linear or trees.
         gate_offset: added to the gate's logit: its operating point.
         intent_offset: added to the intent's logit, which caps the gate.
         slope: how fast a candidate's score falls below the best one's, per unit of logit.
@@ -217,11 +237,11 @@ class SecondStage:
 
     embedding_model: str
     candidates: int
-    ranker: LinearModel
-    product_weights: np.ndarray
+    ranker: Model
+    product_weights: np.ndarray | None
     intent: np.ndarray
     intent_intercept: float
-    gate: LinearModel
+    gate: Model
     gate_offset: float
     intent_offset: float
     slope: float
@@ -244,8 +264,12 @@ class SecondStage:
         """
         facts = query_facts(query_text, rows)
         x = rank_features(facts, rows, vector_order, self.candidates)
-        prod = products(query_vector, rows)
-        logits = self.ranker.logits(x) + (prod @ self.product_weights if len(rows) else 0.0)
+        if self.product_weights is None:
+            prod = np.zeros((len(rows), 0))
+            logits = self.ranker.logits(x)
+        else:
+            prod = products(query_vector, rows)
+            logits = self.ranker.logits(x) + (prod @ self.product_weights if len(rows) else 0.0)
         intent = float(query_vector @ self.intent + self.intent_intercept)
         cosines = [1.0 - float(rows[i].distance) for i in vector_order]
         gx = gate_features(facts, x, np.asarray(logits), cosines, intent)
@@ -265,12 +289,15 @@ class SecondStage:
             ConfigError: the data is not a second stage over today's features.
         """
         try:
-            ranker = LinearModel.from_json(data["ranker"], RANK_FEATURES)
-            gate = LinearModel.from_json(data["gate"], GATE_FEATURES)
+            ranker = _model_from_json(data["ranker"], RANK_FEATURES)
+            gate = _model_from_json(data["gate"], GATE_FEATURES)
             dims = int(data["dimensions"])
-            product_weights = np.asarray(data["ranker"]["products"], dtype=np.float64)
+            raw = data["ranker"].get("products")
+            product_weights = None if raw is None else np.asarray(raw, dtype=np.float64)
             intent = np.asarray(data["intent"]["weights"], dtype=np.float64)
-            if product_weights.shape != (dims,) or intent.shape != (dims,):
+            if intent.shape != (dims,) or (
+                product_weights is not None and product_weights.shape != (dims,)
+            ):
                 raise ConfigError("second-stage vector weights do not match its dimensions")
             return cls(
                 embedding_model=str(data["embedding_model"]),
@@ -291,7 +318,8 @@ class SecondStage:
     def to_json(self) -> dict[str, Any]:
         """The fitted stage as JSON data."""
         ranker = self.ranker.to_json()
-        ranker["products"] = self.product_weights.tolist()
+        if self.product_weights is not None:
+            ranker["products"] = self.product_weights.tolist()
         return {
             "embedding_model": self.embedding_model,
             "dimensions": len(self.intent),

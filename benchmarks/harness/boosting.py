@@ -1,0 +1,77 @@
+"""Gradient-boosted trees fitted with LightGBM and handed over as `recall.search.trees.TreeModel`
+data, which the package evaluates in numpy (LightGBM is a benchmark dependency, never the
+package's: docs/libraries.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+
+from recall.search.trees import TreeModel
+
+# Shallow trees, many rows a leaf, a fixed seed and one deterministic build: the fit is the
+# same on every run and machine (decision 0027).
+PARAMS: dict[str, Any] = {
+    "objective": "binary",
+    "learning_rate": 0.05,
+    "max_depth": 4,
+    "num_leaves": 15,
+    "min_data_in_leaf": 40,
+    "seed": 35,
+    "deterministic": True,
+    "force_row_wise": True,
+    "num_threads": 2,
+    "verbose": -1,
+}
+ROUNDS = 200
+
+
+def fit(
+    x: np.ndarray,
+    y: np.ndarray,
+    weight: np.ndarray,
+    names: Sequence[str],
+    *,
+    params: Mapping[str, Any] | None = None,
+    rounds: int = ROUNDS,
+) -> TreeModel:
+    """A binary classifier's trees over the columns `names` of `x`, as a `TreeModel`."""
+    settings = {**PARAMS, **(params or {})}
+    booster = lgb.train(settings, lgb.Dataset(x, y, weight=weight), num_boost_round=rounds)
+    return tree_model(booster, names, int(settings["max_depth"]))
+
+
+def tree_model(booster: lgb.Booster, names: Sequence[str], depth: int) -> TreeModel:
+    """A fitted booster (numeric splits only, "<=" as LightGBM's numeric splits are) as
+    complete trees of `depth`, each node holding its leaves' mean value weighted by the training
+    rows that reached them (LightGBM's `internal_value`)."""
+    trees = booster.dump_model()["tree_info"]
+    inner, total = 2**depth - 1, 2 ** (depth + 1) - 1
+    feature = np.zeros((len(trees), inner), dtype=np.intp)
+    threshold = np.full((len(trees), inner), np.inf)
+    value = np.zeros((len(trees), total))
+    for t, info in enumerate(trees):
+
+        def fill(at: int, node: Mapping[str, Any], level: int, t: int = t) -> None:
+            """Complete node `at` from LightGBM's `node`."""
+            if "leaf_value" in node or "split_feature" not in node:
+                value[t, at] = float(node.get("leaf_value", node.get("internal_value", 0.0)))
+                if level < depth:  # padded: always left, both children the same leaf
+                    fill(2 * at + 1, node, level + 1)
+                    fill(2 * at + 2, node, level + 1)
+                return
+            if level == depth:
+                raise ValueError("a tree is deeper than its max_depth")
+            if node["decision_type"] != "<=":
+                raise ValueError(f"split {node['decision_type']!r} is not numeric")
+            feature[t, at] = int(node["split_feature"])
+            threshold[t, at] = float(node["threshold"])
+            value[t, at] = float(node["internal_value"])
+            fill(2 * at + 1, node["left_child"], level + 1)
+            fill(2 * at + 2, node["right_child"], level + 1)
+
+        fill(0, info["tree_structure"], 0)
+    return TreeModel(tuple(names), 0.0, depth, feature, threshold, value)

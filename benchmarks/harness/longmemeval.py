@@ -1,0 +1,139 @@
+"""LongMemEval_S's dev questions (../shared/data/longmemeval_s_dev.json.gz, README beside it) as
+users of the store: each question's haystack is one user (one memory per user turn with the
+assistant reply that follows it, dated by its session, a minute apart in order), the question is
+asked at its `question_date`, and a hit is a returned memory from an answer session.
+
+The haystacks share most of their sessions, so every distinct turn text is embedded once and
+kept in `.recall/longmemeval-vectors.npz` (keyed by the text's hash), which later runs read."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recall.embeddings import Embedder
+from recall.memory import make_turn
+
+from .report import ROOT
+
+LONGMEMEVAL = ROOT.parent / "shared" / "data" / "longmemeval_s_dev.json.gz"
+VECTORS = ROOT / ".recall" / "longmemeval-vectors.npz"
+MAX_LENGTH = 2000  # the store's default max_message_length: what it would embed and keep
+
+
+@dataclass
+class Record:
+    """One question and its user's haystack as `add_turns` items (no user id, no vector)."""
+
+    qid: str
+    kind: str  # question_type
+    question: str
+    asked: datetime
+    answer: str
+    answer_sessions: frozenset[str]
+    turns: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def user(self) -> str:
+        """The user holding this question's haystack."""
+        return f"lme-{self.qid}"
+
+
+def _date(raw: str) -> datetime:
+    """'2023/03/27 (Mon) 00:49' as a UTC datetime."""
+    day, _weekday, clock = raw.split(" ")
+    return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
+
+
+def load(path: Path = LONGMEMEVAL) -> list[Record]:
+    """Every record of the file, its haystack as turn items (sessions in date order)."""
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    out = []
+    for r in raw:
+        record = Record(
+            qid=r["question_id"],
+            kind=r["question_type"],
+            question=r["question"],
+            asked=_date(r["question_date"]),
+            answer=str(r["answer"]),
+            answer_sessions=frozenset(r["answer_session_ids"]),
+        )
+        haystack = zip(
+            r["haystack_dates"], r["haystack_session_ids"], r["haystack_sessions"], strict=True
+        )
+        sessions = sorted(haystack, key=lambda s: _date(s[0]))
+        for when, sid, turns in sessions:
+            start = _date(when)
+            for i, turn in enumerate(turns):
+                if turn["role"] != "user" or not turn["content"].strip():
+                    continue
+                reply = turns[i + 1]["content"] if i + 1 < len(turns) else ""
+                if turns[i + 1 :] and turns[i + 1]["role"] != "assistant":
+                    reply = ""
+                record.turns.append(
+                    {
+                        "user_message": turn["content"],
+                        "ai_response": reply if reply.strip() else "(no reply)",
+                        "conversation_id": sid,
+                        "created_at": start + timedelta(minutes=i),
+                        "metadata": {"session": sid},
+                    }
+                )
+        out.append(record)
+    return out
+
+
+def stored_text(item: dict[str, Any]) -> str:
+    """The text the store embeds for a turn item."""
+    turn = make_turn("u", item["user_message"], item["ai_response"], max_length=MAX_LENGTH)
+    return turn.text
+
+
+def _key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()  # noqa: S324  # a cache key
+
+
+async def vectors(
+    embedder: Embedder, records: list[Record], path: Path = VECTORS
+) -> dict[str, np.ndarray]:
+    """Each distinct stored text's vector by its hash: read from `path`, the missing ones
+    embedded by `embedder` (the store's) (in chunks, the file rewritten after each, so an
+    interrupted run resumes)."""
+    have: dict[str, np.ndarray] = {}
+    if path.exists():  # noqa: ASYNC240  # a benchmark's cache, read once
+        with np.load(path) as saved:
+            have = dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+    wanted: dict[str, str] = {}
+    for record in records:
+        for item in record.turns:
+            text = stored_text(item)
+            key = _key(text)
+            if key not in have:
+                wanted.setdefault(key, text)
+    todo = list(wanted.items())
+    chunk = 2048
+    for start in range(0, len(todo), chunk):
+        part = todo[start : start + chunk]
+        embedded = await embedder.embed_documents([t for _k, t in part])
+        for (key, _t), vec in zip(part, embedded, strict=True):
+            have[key] = np.asarray(vec, dtype=np.float32)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        keys = list(have)
+        np.savez(path, keys=np.array(keys), vectors=np.vstack([have[k] for k in keys]))
+        done = min(start + chunk, len(todo))
+        print(f"longmemeval vectors: {done} of {len(todo)} new", flush=True)
+    return have
+
+
+def items(record: Record, table: dict[str, np.ndarray]) -> Iterator[dict[str, Any]]:
+    """A record's haystack as `add_turns` items for its user, with their vectors."""
+    for item in record.turns:
+        yield {**item, "user_id": record.user, "embedding": table[_key(stored_text(item))]}

@@ -1,0 +1,126 @@
+"""Gradient-boosted trees evaluated in numpy from package data (decision 0027).
+
+A fitted ensemble (`benchmarks/fit_second_stage.py` fits it with scikit-learn, which the package
+does not need at run time) is stored as complete binary trees of one depth: a leaf above that
+depth is padded with splits that always go left to copies of itself, so every row of every tree
+takes exactly `depth` steps and all trees are walked at once, a step at a time, as array
+lookups. A split sends a row left when its feature is at most the threshold.
+
+Each node also keeps the mean value of the leaves below it, weighted by the training rows that
+reached them, so a row's logit splits into its features' parts (`contributions`): along its path
+in each tree, the change of that mean at a split goes to the split's feature (Saabas's method).
+The parts and the `bias` (the trees' root means and the baseline) add up to the logit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recall.errors import ConfigError
+
+__all__ = ["TreeModel"]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeModel:
+    """Boosted regression trees over `features`, giving a logit: `baseline` plus each tree's
+    leaf value.
+
+    Attributes:
+        features: the input columns, in order.
+        baseline: the logit before any tree.
+        depth: every tree's depth (leaves sit at `depth`).
+        feature: (trees, 2**depth - 1) the column each split reads.
+        threshold: (trees, 2**depth - 1) a row goes left when its value is at most this.
+        value: (trees, 2**(depth + 1) - 1) each node's mean leaf value, internal nodes
+            included (leaves are the last 2**depth).
+    """
+
+    features: tuple[str, ...]
+    baseline: float
+    depth: int
+    feature: np.ndarray
+    threshold: np.ndarray
+    value: np.ndarray
+
+    def _leaves(self, x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each row's node in each tree after `depth` steps, and the nodes on the way."""
+        trees = self.feature.shape[0]
+        rows = np.arange(len(x))[:, None]
+        tree = np.arange(trees)[None, :]
+        node = np.zeros((len(x), trees), dtype=np.intp)
+        path = [node]
+        for _ in range(self.depth):
+            column = self.feature[tree, node]
+            right = x[rows, column] > self.threshold[tree, node]
+            node = 2 * node + 1 + right
+            path.append(node)
+        return node, path
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """The logit of each row of `x` (columns in `features`' order)."""
+        if len(x) == 0:
+            return np.zeros(0)
+        leaves, _path = self._leaves(x)
+        tree = np.arange(self.feature.shape[0])[None, :]
+        out: np.ndarray = self.baseline + self.value[tree, leaves].sum(axis=1)
+        return out
+
+    def contributions(self, row: np.ndarray) -> dict[str, float]:
+        """Each feature's part of one row's logit; `bias` (the baseline and the trees' root
+        means) is the rest, and together they add up to it."""
+        _leaves, path = self._leaves(row[None, :])
+        tree = np.arange(self.feature.shape[0])
+        parts = np.zeros(len(self.features))
+        for parent, child in itertools.pairwise(path):
+            change = self.value[tree, child[0]] - self.value[tree, parent[0]]
+            np.add.at(parts, self.feature[tree, parent[0]], change)
+        out = dict(zip(self.features, (float(p) for p in parts), strict=True))
+        out["bias"] = self.baseline + float(self.value[:, 0].sum())
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> TreeModel:
+        """Read an ensemble, checking that it is over `names`, in that order.
+
+        Raises:
+            ConfigError: the data is not such an ensemble.
+        """
+        features = tuple(data["features"])
+        if features != tuple(names):
+            raise ConfigError(f"tree model over {features}, expected {tuple(names)}")
+        depth = int(data["depth"])
+        feature = np.asarray(data["feature"], dtype=np.intp)
+        threshold = np.asarray(data["threshold"], dtype=np.float64)
+        value = np.asarray(data["value"], dtype=np.float64)
+        trees = feature.shape[0] if feature.ndim == 2 else -1
+        if (
+            depth < 1
+            or trees < 1
+            or feature.shape != (trees, 2**depth - 1)
+            or threshold.shape != feature.shape
+            or value.shape != (trees, 2 ** (depth + 1) - 1)
+            or feature.min() < 0
+            or feature.max() >= len(names)
+            or not np.isfinite(value).all()
+        ):
+            raise ConfigError("tree model arrays do not match its features and depth")
+        return cls(features, float(data["baseline"]), depth, feature, threshold, value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ensemble as JSON data (`from_json` reads it back)."""
+        return {
+            "kind": "trees",
+            "features": list(self.features),
+            "baseline": self.baseline,
+            "depth": self.depth,
+            "feature": self.feature.tolist(),
+            # +inf (a padding split that always goes left) is not JSON: the largest float is
+            "threshold": np.minimum(self.threshold, np.finfo(np.float64).max).tolist(),
+            "value": self.value.tolist(),
+        }
