@@ -584,6 +584,7 @@ async def main() -> None:
     options.add_argument("--cache", type=Path, default=ROOT / ".recall" / "second-stage-cases",
                          help="folder of the cases built once (delete to rebuild)")  # fmt: skip
     args = options.parse_args()
+    revision = git_revision()  # the code that runs, whatever is edited during the run
     training = json.loads(TRAINING.read_text("utf-8"))
     cases = await cached(
         args.cache, "locomo", lambda store: build(store, load(args.data), training)
@@ -631,7 +632,7 @@ async def main() -> None:
         intent_offset=offset[1],
         slope=SLOPE[0],
         source={"command": command,
-                "commit": git_revision(), "data": "LoCoMo dev (../shared/data/locomo_dev.json), "
+                "commit": revision, "data": "LoCoMo dev (../shared/data/locomo_dev.json), "
                 "LongMemEval_S dev (../shared/data/longmemeval_s_dev.json.gz) and "
                 "benchmarks/data/gate_training.json", "fitted": f"{datetime.now():%Y-%m-%d}"},
     )  # fmt: skip
@@ -640,7 +641,7 @@ async def main() -> None:
         (OUT / f"{BGE_MODEL_NAME}.json").write_text(json.dumps(stage.to_json()) + "\n", "utf-8")
     body = f"""## The second stage, on data it was fitted without
 
-`{stage.source["command"]}` on {machine()}, commit {git_revision()}, {datetime.now():%Y-%m-%d}.
+`{stage.source["command"]}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}.
 Grouped cross-validation (decision 0027): the groups are LoCoMo's five conversations and five
 folds of LongMemEval_S's 195 dev questions (each its own haystack); every figure is for a case
 scored by models fitted without its group's data (its memories, its questions, its renamed
