@@ -232,8 +232,9 @@ def test_the_shipped_stage_is_for_bge_small_and_none_for_other_models() -> None:
     assert shipped is not None
     assert shipped.embedding_model == "bge-small-en-v1.5"
     assert len(shipped.intent) == 384
-    # trees over the features, no learned similarity of the vectors (decision 0027)
-    assert isinstance(shipped.ranker, TreeModel) and isinstance(shipped.gate, TreeModel)
+    # a ranker of trees over the features, no learned similarity of the vectors, and a linear
+    # gate (decision 0027)
+    assert isinstance(shipped.ranker, TreeModel) and isinstance(shipped.gate, LinearModel)
     assert shipped.product_weights is None
     assert shipped.source["command"].startswith("python benchmarks/fit_second_stage.py")
     assert "uncommitted" not in shipped.source["commit"]  # a clean checkout reproduces it
