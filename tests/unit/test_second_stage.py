@@ -138,19 +138,6 @@ def test_the_gate_reads_the_rankers_top_candidate_on_its_own() -> None:
     assert values["top_agree"] == 0.0  # the lists disagree on it
     assert values["top3_idf"] == pytest.approx(2.0)  # two of the top three hold the term
     assert values["cos_z"] == pytest.approx((0.9 - 0.7) / np.std([0.9, 0.7, 0.5]))
-    assert values["asks"] == 1.0
-
-
-@pytest.mark.parametrize(
-    ("text", "asks"),
-    [("What car do I drive", True), ("remind me of my sister's name", True),
-     ("my car is red?", True), ("thanks, that's great", False), ("Hi!", False)],
-)  # fmt: skip
-def test_a_message_asks_when_it_opens_as_a_question_or_ends_with_a_mark(
-    text: str, asks: bool
-) -> None:
-    assert query_facts(text, [row(0)]).asks is asks
-    assert query_facts(text, []).asks is asks
 
 
 def linear(names: tuple[str, ...], weights: list[float], intercept: float) -> LinearModel:

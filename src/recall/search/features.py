@@ -17,9 +17,11 @@ Two kinds, both computed from the candidates (`recall.search.candidates`) and th
   from questions about the user's life, whatever the memories hold. Beside those, what the
   ranker's top candidate holds on its own (its share of the query's idf, its cosine, its place
   in each list and whether both lists put it first), the idf its top three hold together, the
-  best cosine standardised by the spread of this user's vector side (`cos_z`), and whether the
-  message asks at all (`asks`): an answer's evidence sits in one memory, not in maxima taken
-  over several (issue 35).
+  best cosine standardised by the spread of this user's vector side (`cos_z`): an answer's
+  evidence sits in one memory, not in maxima taken over several (issue 35). Whether the
+  message is worded as a question is not a feature: every answerable message of the training
+  data is one, so the gate learned to shut on statements ("my dog Max") that memories do
+  answer (decision 0027).
 
 Nothing here reads a name or a speaker: silence may not rest on names (decision 0024).
 """
@@ -105,7 +107,6 @@ GATE_FEATURES = (
     "top_agree",
     "top3_idf",
     "cos_z",
-    "asks",
 )
 _COL = {name: i for i, name in enumerate(RANK_FEATURES)}
 _MONTHS = "january february march april may june july august september october november december"
@@ -122,14 +123,6 @@ _TEMPORAL_WORDS = frozenset(
 _WORDS = re.compile(r"\w+")
 _NUMBER = re.compile(r"\b\d+\b")
 _NO_LOGIT = -10.0  # the ranker logit of a missing second or third candidate
-# words that open a question (or a request for what one said): the message asks something
-_ASKING = frozenset(
-    (
-        "what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "do",
-        "does", "is", "was", "were", "are", "am", "can", "could", "would", "will", "have", "has",
-        "had", "remind", "tell", "recall",
-    )
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +136,6 @@ class QueryFacts:
             can (0 when the query has no term).
         memories: the user's number of memories.
         asks_when: the query asks for a time ("when ...", "what year", "how long").
-        asks: the query is a question or asks to be reminded (its first word is one that
-            opens a question, or it ends with "?").
     """
 
     idf: tuple[float, ...]
@@ -152,24 +143,21 @@ class QueryFacts:
     coverage: float
     memories: float
     asks_when: bool
-    asks: bool = False
 
 
 def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
     """The query's terms' idf (BM25's, as recall.search_terms computes it) and coverage."""
-    low = query_text.lower()
-    first = next(iter(_WORDS.findall(low)), "")
-    asks = first in _ASKING or low.rstrip().endswith("?")
     if not rows:
-        return QueryFacts((), 0.0, 0.0, 0.0, False, asks)
+        return QueryFacts((), 0.0, 0.0, 0.0, False)
     n = max(rows[0].memories, 1.0)
     dfs = rows[0].term_df
     idf = tuple(math.log(1 + (n - df + 0.5) / (df + 0.5)) if df > 0 else 0.0 for df in dfs)
     most = math.log(1 + (n + 0.5) / 0.5)
     idf_sum = sum(idf)
     whole = sum(v if v > 0 else most for v in idf)
+    low = query_text.lower()
     asks_when = low.lstrip().startswith("when") or "what year" in low or "how long" in low
-    return QueryFacts(idf, idf_sum, idf_sum / whole if whole > 0 else 0.0, n, asks_when, asks)
+    return QueryFacts(idf, idf_sum, idf_sum / whole if whole > 0 else 0.0, n, asks_when)
 
 
 def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
@@ -362,6 +350,5 @@ def gate_features(
         "top_agree": float(first("rank_cos") == 1.0 and first("rank_bm25") == 1.0),
         "top3_idf": float(x[order[:3], _COL["idf_frac"]].sum()) if len(x) else 0.0,
         "cos_z": (best - float(np.mean(cosines))) / spread if spread > 0 else 0.0,
-        "asks": float(facts.asks),
     }
     return np.array([values[name] for name in GATE_FEATURES])
