@@ -47,6 +47,7 @@ CITUS_MODULES = {
     "test_text_search_columns.py",
     "test_hostile_input.py",
     "test_store_indexes.py",
+    "test_retention.py",
 }
 
 # ... except these, which check how plain PostgreSQL runs a statement, not what it returns:

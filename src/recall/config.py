@@ -15,6 +15,7 @@ from recall.errors import ConfigError
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "EMBEDDING_BACKENDS",
+    "MAX_RETENTION_DAYS",
     "RETRIEVAL_MODES",
     "RetrievalMode",
     "Settings",
@@ -32,6 +33,8 @@ EMBEDDING_BACKENDS = ("onnx", "torch")  # how all-MiniLM-L6-v2 runs (recall.embe
 # inspector, RecallStore) checks a mode against RETRIEVAL_MODES
 RetrievalMode = Literal["semantic", "keyword", "hybrid"]
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
+# a century: the longest age limit retention takes (a cutoff that far back is a valid date)
+MAX_RETENTION_DAYS = 36500
 
 T = TypeVar("T")
 
@@ -228,8 +231,9 @@ class Settings:
             ),
             (
                 "retention_days",
-                self.retention_days is None or self.retention_days >= 1,
-                "must be >= 1 (leave it unset to keep memories however old)",
+                self.retention_days is None or 1 <= self.retention_days <= MAX_RETENTION_DAYS,
+                f"must be between 1 and {MAX_RETENTION_DAYS} (leave it unset to keep memories "
+                "however old)",
             ),
             (
                 "retention_max_per_user",

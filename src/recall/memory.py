@@ -17,6 +17,7 @@ from recall.errors import InvalidInputError
 __all__ = [
     "KINDS",
     "MAX_ID_LENGTH",
+    "MAX_SUMMARY_LENGTH",
     "Memory",
     "MemoryRow",
     "Turn",
@@ -24,6 +25,7 @@ __all__ = [
     "clean_text",
     "embedding_text",
     "make_turn",
+    "stored_length",
 ]
 
 # what a memory is: a user/AI turn, an imported note, or a summary a model wrote
@@ -32,6 +34,18 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 # user and conversation ids go into btree indexes, whose entries must stay under ~2.7 kB
 MAX_ID_LENGTH = 512
+
+# a model-written memory (kind "summary") is stored up to this long, whatever a turn's limit
+MAX_SUMMARY_LENGTH = 4000
+
+
+def stored_length(kind: object, max_message_length: int) -> int:
+    """How long a text of this kind may be stored: `max_message_length`, and for a summary at
+    least `MAX_SUMMARY_LENGTH` (memory creation stores them so), so an exported summary
+    imports whole."""
+    if kind == "summary":
+        return max(max_message_length, MAX_SUMMARY_LENGTH)
+    return max_message_length
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,14 +155,16 @@ def clean_id(value: object, name: str, *, required: bool = True) -> str | None:
     return value
 
 
-def clean_text(value: object, name: str, *, max_length: int) -> str:
+def clean_text(value: object, name: str, *, max_length: int, cut: bool = True) -> str:
     """Prepare a text for storage or search.
 
     Clean-ups (documented in docs/configuration.md): NUL characters are removed (PostgreSQL
-    cannot store them), lone surrogates become U+FFFD, and the text is cut to `max_length`.
+    cannot store them), lone surrogates become U+FFFD, and the text is cut to `max_length`
+    (unless `cut` is False: then a longer text is refused).
 
     Raises:
-        InvalidInputError: not a string, or empty/whitespace only after clean-up.
+        InvalidInputError: not a string, empty/whitespace only after clean-up, or longer than
+            `max_length` when `cut` is False.
     """
     if not isinstance(value, str):
         raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}")
@@ -156,6 +172,11 @@ def clean_text(value: object, name: str, *, max_length: int) -> str:
     text = _SURROGATE.sub("\ufffd", text) if _has_surrogate(text) else text
     if not text.strip():
         raise InvalidInputError(f"{name} must not be empty or whitespace only")
+    if not cut and len(text) > max_length:
+        raise InvalidInputError(
+            f"{name} is {len(text):,} characters, over the {max_length:,} it would be cut to; "
+            "a memory that keeps its id is not cut"
+        )
     return text[:max_length]
 
 
@@ -212,9 +233,14 @@ def make_turn(
     max_length: int = 2000,
     max_metadata_bytes: int = 65536,
     kind: str = "turn",
+    cut: bool = True,
 ) -> Turn:
     """Validate and clean one turn (or, with kind "note"/"summary", one text whose
     `ai_response` may be empty); the content hash makes storing it idempotent.
+
+    `cut` False refuses a text longer than `max_length` instead of cutting it: an imported
+    memory that keeps its id (a line of `recall export`) must keep its text too, or it would
+    be another memory (another content hash) under the same id.
 
     Raises:
         InvalidInputError: any field is unusable (see `clean_id`, `clean_text`).
@@ -224,11 +250,11 @@ def make_turn(
     uid = clean_id(user_id, "user_id")
     assert uid is not None  # required=True never returns None
     cid = clean_id(conversation_id, "conversation_id", required=False)
-    user_text = clean_text(user_message, "user_message", max_length=max_length)
+    user_text = clean_text(user_message, "user_message", max_length=max_length, cut=cut)
     if kind != "turn" and ai_response == "":
         ai_text = ""
     else:
-        ai_text = clean_text(ai_response, "ai_response", max_length=max_length)
+        ai_text = clean_text(ai_response, "ai_response", max_length=max_length, cut=cut)
     meta, meta_json = _clean_metadata(metadata, max_metadata_bytes)
     digest = hashlib.sha256(
         json.dumps(

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 import structlog
@@ -116,6 +117,7 @@ def test_export_then_import_into_an_empty_database_gives_the_same_memories(
     assert out.exit_code == 0, out.output
     assert [json.loads(x) for x in out.stdout.splitlines()] == lines
     assert _ok(runner, "import", str(exported)).count("0 new, 3 already there") == 1
+    _ok(runner, "export", "-u", "cli-ann", "-o", str(again))  # after the second import
     assert _read(again) == lines
 
 
@@ -131,6 +133,32 @@ def test_an_import_line_with_a_bad_id_is_a_bad_line(
     result = runner.invoke(app, ["import", str(bad)])
     assert result.exit_code == 1
     assert ":1: id must be a memory id" in result.output and "nothing imported" in result.output
+
+
+def test_an_import_line_with_an_id_is_bad_twice_or_too_long_to_keep_whole(
+    url: str, runner: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Both would change what the id holds, or fail a batch mid-import: found before any."""
+    monkeypatch.setenv("RECALL_DATABASE_URL", url)
+    one, two = str(uuid4()), str(uuid4())
+    bad = _write(
+        tmp_path / "bad.jsonl",
+        [
+            {**SEED[0], "id": one},
+            {**SEED[1], "id": two},
+            {**SEED[2], "id": one.upper()},  # the same id, another text
+            {**SEED[3], "id": one},  # another user's: fine
+            {**SEED[2], "id": str(uuid4()), "user_message": "x" * 2001},
+            {**SEED[2], "id": str(uuid4()), "user_message": "x" * 4000, "kind": "summary"},
+        ],
+    )
+    result = runner.invoke(app, ["import", str(bad)])
+    assert result.exit_code == 1, result.output
+    assert f":3: id {one} of user 'cli-ann' is on line 1 already" in result.output
+    assert ":5: user_message is 2,001 characters, over the 2,000" in result.output
+    assert "2 bad lines" in result.output and "nothing imported" in result.output
+    said = _ok(runner, "import", "--skip-bad", str(bad))
+    assert "imported 4 turns: 4 new, 0 already there, 2 bad lines skipped" in said
 
 
 def test_forget_before_a_date_and_one_memory(
@@ -196,8 +224,9 @@ def test_retention_command_uses_the_settings_and_says_what_it_removed(
     # every seeded memory is over a year old on any day this test runs after mid-2026
     said = _ok(runner, "retention", "--days", "365")
     assert "removed 3 memories (3 older than 365 days, 0 over 2 per user) from 2 users" in said
-    bad = runner.invoke(app, ["retention", "--days", "0"])
-    assert bad.exit_code == 2
+    for days in ("0", "36501"):  # past a century, the cutoff would be no date
+        bad = runner.invoke(app, ["retention", "--days", days])
+        assert bad.exit_code == 2, (days, bad.output)
     monkeypatch.setenv("RECALL_RETENTION_DAYS", "-1")
     result = runner.invoke(app, ["retention"])
     assert result.exit_code == 1 and "RECALL_RETENTION_DAYS=-1 is invalid" in result.output

@@ -4,15 +4,21 @@ its count. Each test that removes across users has a database of its own."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from uuid import uuid4
 
 import pytest
+from langchain_core.language_models import FakeListChatModel
 from structlog.testing import capture_logs
 
-from recall.config import Settings
-from recall.errors import InvalidInputError, StoreError
+from recall.cli.importing import export_line
+from recall.config import MAX_RETENTION_DAYS, Settings
+from recall.creation.consolidate import Consolidator
+from recall.creation.extraction import RunnableExtractor
+from recall.errors import ConfigError, InvalidInputError, StoreError
 from recall.memory import Memory
 from recall.store import MemoryStore, Retention
 from recall.testing import FakeEmbeddings
@@ -111,7 +117,53 @@ async def test_a_bad_or_clashing_id_is_refused_and_loses_nothing(own_store: Memo
     assert await own_store.add_turns([{**clash, "user_id": "bob"}]) == [kept]
     [theirs] = await own_store.recent("bob")
     assert (theirs.id, theirs.user_message) == (kept, "other text")
-    assert (await own_store.get("ann", kept)) is not None
+    mine = await own_store.get("ann", kept)
+    assert mine is not None and mine.user_message == "fact ann 0"
+
+
+async def test_a_long_model_written_memory_exports_and_imports_whole(
+    databases: Databases,
+) -> None:
+    """Memory creation stores a summary up to 4,000 characters, over the 2,000 a turn is cut
+    to: imported with its id, it keeps its text, into its own database (already there, no clash
+    on the id) and into an empty one (the same memory)."""
+    source_url, target_url = await databases.create(), await databases.create()
+    long = {"title": "Bees", "summary": ("bees " * 599)[:2994]}  # "Bees: ...": 3,000 characters
+    extractor = RunnableExtractor(FakeListChatModel(responses=[json.dumps(long)]))
+    async with MemoryStore.connect(
+        Settings(database_url=source_url), embeddings=FakeEmbeddings(16)
+    ) as source:
+        await source.add_turns(_turns("ann", [1]))
+        assert (await Consolidator(source, extractor, chunk_size=1).run("ann", "c")).created == 1
+        exported = await _all(source, "ann")
+        assert [(m.kind, len(m.user_message)) for m in exported] == [
+            ("summary", 3000),
+            ("turn", 10),
+        ]
+        lines = [export_line("ann", m) for m in exported]
+        assert await source.add_turns(lines) == [m.id for m in exported]
+        assert await _all(source, "ann") == exported
+    async with MemoryStore.connect(
+        Settings(database_url=target_url), embeddings=FakeEmbeddings(16)
+    ) as target:
+        assert await target.add_turns(lines) == [m.id for m in exported]
+        assert await _all(target, "ann") == exported
+
+
+async def test_a_text_with_an_id_is_refused_rather_than_cut(own_store: MemoryStore) -> None:
+    """Cut, it would be another memory under the id; without an id it is cut as before."""
+    note = {"user_id": "ann", "user_message": "n" * 2500, "ai_response": "", "kind": "note",
+            "id": str(uuid4())}  # fmt: skip
+    with pytest.raises(InvalidInputError, match=r"turn #0: user_message is 2,500 characters, ov"):
+        await own_store.add_turns([note])
+    for kind, limit in (("summary", 4000), ("turn", 2000)):  # a summary's limit, a turn's
+        too_long = {**note, "kind": kind, "ai_response": "ok", "user_message": "s" * (limit + 1)}
+        with pytest.raises(InvalidInputError, match=f"over the {limit:,} it would be cut to"):
+            await own_store.add_turns([too_long])
+    assert await own_store.recent("ann") == []
+    [cut] = await own_store.add_turns([{**note, "id": None}])
+    stored = await own_store.get("ann", cut)
+    assert stored is not None and len(stored.user_message) == 2000
 
 
 async def test_forget_before_erases_only_the_users_older_memories(
@@ -170,8 +222,19 @@ async def test_retention_takes_its_limits_from_the_stores_settings(
         assert await store.apply_retention(now=NOW) == Retention()  # nothing set: keep all
         with pytest.raises(InvalidInputError, match="max_per_user must be >= 1"):
             await store.apply_retention(max_per_user=0)
+        # a cutoff further back than year 1 is no date: refused, not an OverflowError
+        with pytest.raises(InvalidInputError, match="days must be <= 36500"):
+            await store.apply_retention(days=1_000_000)
+        assert await store.apply_retention(days=MAX_RETENTION_DAYS, now=NOW) == Retention()
         assert len(await _texts(store, "ann")) == 4
     capped = keep_all.replace(retention_days=365, retention_max_per_user=2)
     async with MemoryStore.connect(capped, embeddings=FakeEmbeddings(16)) as store:
         assert await store.apply_retention(now=NOW) == Retention(expired=1, over_cap=1, users=1)
         assert await _texts(store, "ann") == {"fact ann 2", "fact ann 3"}
+
+
+def test_retention_days_past_a_century_are_refused_where_they_enter() -> None:
+    """A cutoff that far back is no date (OverflowError): the setting says so at start-up."""
+    with pytest.raises(ConfigError, match="RECALL_RETENTION_DAYS=1000000 is invalid"):
+        Settings.from_env({"RECALL_RETENTION_DAYS": "1000000"})
+    assert Settings(retention_days=MAX_RETENTION_DAYS).retention_days == 36500

@@ -6,6 +6,8 @@ count them, then again to import the good ones; every bad line is reported with 
 line number, and nothing is imported while there are bad lines unless `--skip-bad` is given.
 A line of `recall export` carries the memory's `id` and `kind` too, and `recall import` keeps
 both: exporting a user and importing the file into an empty database gives the same memories.
+A line with an `id` keeps its texts whole (one over the limit for its kind is a bad line, not
+cut), and a second line with a user's same `id` is a bad line.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
+from uuid import UUID
 
 import typer
 
@@ -25,7 +28,7 @@ from recall.cli.options import UserOpt
 from recall.cli.output import plural
 from recall.config import Settings
 from recall.errors import InvalidInputError
-from recall.memory import Memory, make_turn
+from recall.memory import Memory, make_turn, stored_length
 from recall.store import MemoryStore
 from recall.store.bulk import ImportProgress
 from recall.store.checks import imported_id
@@ -64,30 +67,37 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             yield number, item if isinstance(item, dict) else "expected a JSON object per line"
 
 
-def _check(item: dict[str, Any], settings: Settings) -> str | None:
-    """Why the store would refuse this turn, or None."""
+def _check(item: dict[str, Any], settings: Settings) -> tuple[str | None, tuple[str, UUID] | None]:
+    """Why the store would refuse this turn (None: it would not), and the (user_id, id) its
+    memory keeps (None: the line has no id)."""
     known = ("user_id", "user_message", "ai_response", "conversation_id", "created_at")
+    kind = item.get("kind") or "turn"
     try:
-        make_turn(
+        given_id = imported_id(item.get("id"))
+        turn = make_turn(
             *(item.get(k) for k in known[:3]),
             conversation_id=item.get("conversation_id"),
             created_at=item.get("created_at"),
             metadata=item.get("metadata"),
-            kind=item.get("kind") or "turn",
-            max_length=settings.max_message_length,
+            kind=kind,
+            max_length=stored_length(kind, settings.max_message_length),
             max_metadata_bytes=settings.max_metadata_bytes,
+            cut=given_id is None,  # a kept id keeps its text (and content hash)
         )
-        imported_id(item.get("id"))
     except InvalidInputError as exc:
-        return str(exc)
-    return None
+        return str(exc), None
+    return None, (None if given_id is None else (turn.user_id, given_id))
 
 
 def scan_jsonl(path: Path, settings: Settings) -> Scan:
-    """Check every line of a JSON lines file of turns, as `recall import` does first."""
+    """Check every line of a JSON lines file of turns, as `recall import` does first; a line
+    with the (user_id, id) of an earlier line is bad too (it would fail its batch mid-import)."""
     found = Scan()
+    kept: dict[tuple[str, UUID], int] = {}  # (user_id, id) -> the line that has it
     for number, item in _lines(path):
-        why = item if isinstance(item, str) else _check(item, settings)
+        why, key = (item, None) if isinstance(item, str) else _check(item, settings)
+        if key is not None and (first := kept.setdefault(key, number)) != number:
+            why = f"id {key[1]} of user {key[0]!r} is on line {first} already"
         if why is None:
             found.good += 1
         else:

@@ -9,7 +9,7 @@ import typer
 from recall.cli.admin import admin_connection
 from recall.cli.invocation import database_location, fail, run, settings_of, with_store
 from recall.cli.output import plural
-from recall.config import Settings
+from recall.config import MAX_RETENTION_DAYS, Settings
 from recall.embeddings import legacy_hint
 from recall.store import MemoryStore
 
@@ -139,7 +139,12 @@ def consolidate(
 def retention(
     ctx: typer.Context,
     days: Annotated[
-        int | None, typer.Option(min=1, help="Age limit in days (default RECALL_RETENTION_DAYS).")
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_RETENTION_DAYS,
+            help="Age limit in days (default RECALL_RETENTION_DAYS).",
+        ),
     ] = None,
     max_per_user: Annotated[
         int | None,

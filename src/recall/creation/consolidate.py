@@ -12,7 +12,7 @@ import structlog
 
 from recall.creation.extraction import MemoryExtractor, MemoryObject, Summarizer
 from recall.db.rows import PendingTurn
-from recall.memory import make_turn
+from recall.memory import MAX_SUMMARY_LENGTH, make_turn
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
@@ -20,8 +20,7 @@ __all__ = ["ConsolidationResult", "ConsolidationScheduler", "Consolidator"]
 
 log = structlog.stdlib.get_logger(__name__)
 
-# a model-written memory's text may be this long (a turn's limit is max_message_length)
-_MEMORY_LENGTH = 4000
+# the rolling summary's length (a model-written memory's is recall.memory.MAX_SUMMARY_LENGTH)
 _SUMMARY_LENGTH = 8000
 
 
@@ -129,7 +128,7 @@ class Consolidator:
                 conversation_id=conversation_id,
                 metadata=obj.metadata(),
                 kind="summary",
-                max_length=_MEMORY_LENGTH,
+                max_length=MAX_SUMMARY_LENGTH,
             )
             for obj in objects
         ]

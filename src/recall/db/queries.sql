@@ -215,10 +215,12 @@ DELETE FROM recall.memories WHERE user_id = %(user_id)s AND created_at < %(befor
 
 -- name: forget_over_cap
 -- The user's memories beyond their %(keep)s newest: the oldest go (retention's per-user cap).
+-- The subquery names the whole key and both sides the user, so Citus routes the statement to
+-- the user's one shard.
 DELETE FROM recall.memories
 WHERE user_id = %(user_id)s
-  AND id IN (
-      SELECT id FROM recall.memories
+  AND (user_id, id) IN (
+      SELECT user_id, id FROM recall.memories
       WHERE user_id = %(user_id)s
       ORDER BY created_at DESC, id DESC
       OFFSET %(keep)s

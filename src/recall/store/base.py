@@ -21,7 +21,7 @@ from recall.db.replica import wal_replayed, wal_written
 from recall.db.rls import as_owner, scope
 from recall.embeddings import Embedder
 from recall.errors import InvalidInputError, StoreError
-from recall.memory import Turn, make_turn
+from recall.memory import Turn, make_turn, stored_length
 from recall.search.fusion import DEFAULT_FUSION, FusionModel
 from recall.search.second_stage import SecondStage, second_stage_for
 
@@ -193,13 +193,22 @@ class StoreBase:
         for user in users:
             self._fences[user] = max(position, self._fences.get(user, 0))
 
-    def _turn(self, user_id: object, user_message: object, ai_response: object, **kw: Any) -> Turn:
-        """A checked turn, with this store's length and metadata limits."""
+    def _turn(
+        self,
+        user_id: object,
+        user_message: object,
+        ai_response: object,
+        *,
+        kind: str = "turn",
+        **kw: Any,
+    ) -> Turn:
+        """A checked turn, with this store's length (for its kind) and metadata limits."""
         return make_turn(
             user_id,
             user_message,
             ai_response,
-            max_length=self.settings.max_message_length,
+            kind=kind,
+            max_length=stored_length(kind, self.settings.max_message_length),
             max_metadata_bytes=self.settings.max_metadata_bytes,
             **kw,
         )

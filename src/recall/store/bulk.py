@@ -69,7 +69,8 @@ class Bulk(StoreBase):
         Each batch is embedded in model batches and written with one binary COPY in one
         transaction, so a batch is stored whole or not at all, and re-running an import stores
         nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats), and
-        the `id` its memory had (a line of `recall export`): a new memory keeps it. The next
+        the `id` its memory had (a line of `recall export`): a new memory keeps it, and its texts
+        are refused rather than cut when over the store's limit for their kind. The next
         batch is checked (and embedded) while the server writes the ones before it, and up to
         `writers` batches are written at once, each on its own connection: the server's work
         per batch (indexes, full-text parse) then runs on several cores. Turns
@@ -175,14 +176,16 @@ class Bulk(StoreBase):
             if not isinstance(item, Mapping):
                 raise InvalidInputError(f"turn #{pos} must be a mapping, not {type(item).__name__}")
             try:
+                given_id = imported_id(item.get("id"))
                 turns.append(
                     self._turn(
                         **{k: item.get(k) for k in known},
                         metadata=item.get("metadata"),
                         kind=item.get("kind") or "turn",
+                        cut=given_id is None,  # a kept id keeps its text (and content hash)
                     )
                 )
-                ids.append(imported_id(item.get("id")))
+                ids.append(given_id)
             except InvalidInputError as exc:
                 raise InvalidInputError(f"turn #{pos}: {exc}") from exc
             given = item.get("embedding")

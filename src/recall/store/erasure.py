@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
+from recall.config import MAX_RETENTION_DAYS
 from recall.db.memories import (
     delete_memory,
     forget_before,
@@ -99,7 +100,9 @@ class Erasure(StoreBase):
         now: datetime | None = None,
     ) -> Retention:
         """Remove every user's memories older than `days`, then each user's oldest beyond
-        `max_per_user`; one transaction per user, so a failure leaves whole users done.
+        `max_per_user`: an age pass over the users, then a cap pass, each removing one user's
+        memories per transaction. A failure leaves the removals before it done: users the age
+        pass reached may not have had the cap pass yet.
 
         Args:
             days: the age limit; None: `settings.retention_days` (None there: no age limit).
@@ -111,14 +114,17 @@ class Erasure(StoreBase):
             The counts removed, also logged as `memory.retention.done`.
 
         Raises:
-            InvalidInputError: `days` or `max_per_user` is below 1.
-            StoreError: the database failed (users done before it stay done).
+            InvalidInputError: `days` or `max_per_user` is below 1, or `days` is over
+                `recall.config.MAX_RETENTION_DAYS`.
+            StoreError: the database failed (removals done before it stay done).
         """
         days = self.settings.retention_days if days is None else days
         cap = self.settings.retention_max_per_user if max_per_user is None else max_per_user
         for name, value in (("days", days), ("max_per_user", cap)):
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise InvalidInputError(f"retention {name} must be >= 1, not {value!r}")
+        if days is not None and days > MAX_RETENTION_DAYS:  # further back is no date
+            raise InvalidInputError(f"retention days must be <= {MAX_RETENTION_DAYS}, not {days}")
         expired = over_cap = 0
         touched: set[str] = set()
         if days is not None:

@@ -34,7 +34,8 @@ class Writes(StoreBase):
         """Store one user/AI turn pair and return it; the same turn twice is stored once.
 
         Texts are cleaned as `recall.memory.clean_text` documents (NUL removed, lone surrogates
-        replaced, cut to `max_message_length`). `kind` "note" stores a text of its own (its
+        replaced, cut to `max_message_length`, a summary's to at least
+        `recall.memory.MAX_SUMMARY_LENGTH`). `kind` "note" stores a text of its own (its
         `ai_response` may be empty), as notes import and the writer's system messages do.
 
         Raises:
