@@ -57,7 +57,7 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
         "embedding",
         "first_run", "fit_second_stage", "hnsw_frontier", "latency", "load", "locomo", "pool_size",
         "probe",
-        "replica", "scale_out",
+        "replica", "scale_out", "time_probe",
     ]  # fmt: skip
 
 
