@@ -77,6 +77,7 @@ from recall.search.features import (
 )
 from recall.search.second_stage import LinearModel, Model, SecondStage
 from recall.search.trees import TreeModel
+from recall.search.when import time_bonus, time_window
 from recall.store import MemoryStore
 
 TRAINING = ROOT / "benchmarks" / "data" / "gate_training.json"
@@ -110,6 +111,8 @@ class Case:
     groups: frozenset[int]  # the groups (folds) whose data it carries
     weight: float = 1.0
     source: str = "locomo"  # the data set its memories come from: locomo, lme, new
+    asked: datetime | None = None  # when it is asked: the "now" of a time it names
+    dates: list[datetime] = field(default_factory=list)  # its candidates' created_at
     ids: list[str] = field(default_factory=list)
     x: np.ndarray = field(default_factory=lambda: np.zeros((0, len(RANK_FEATURES))))
     cosines: list[float] = field(default_factory=list)
@@ -221,9 +224,18 @@ async def build(store: MemoryStore, corpus: Corpus, training: dict[str, Any]) ->
         for j, (line, vec) in enumerate(zip(chat, chat_vectors, strict=True)):
             cases.append(Case("new", "chat", f"new-{i}", line, vec, frozenset(),
                               frozenset({group, j % len(convs)}), NEW_WEIGHT))  # fmt: skip
+    last: dict[str, datetime] = {}
+    for turn in corpus.turns:
+        if turn["created_at"] is not None:
+            last[turn["user_id"]] = max(last.get(turn["user_id"], turn["created_at"]),
+                                        turn["created_at"])  # fmt: skip
     for case in cases:
         if case.regime == "new":
             case.source = "new"
+        else:  # asked a day after the conversation's last session, as the echoes were
+            conv = case.user.split("-small-")[0].removesuffix("-repeated")
+            if conv in last:
+                case.asked = (last[conv] + timedelta(days=1)).replace(tzinfo=UTC)
     await candidates(store, cases)
     INTENT_EXTRA.extend(
         (np.asarray(v), fold[q[0]]) for v, q in zip(fp_vectors, corpus.questions, strict=True)
@@ -244,6 +256,7 @@ async def candidates(store: MemoryStore, cases: Sequence[Case]) -> None:
         case.x = rank_features(case.facts, rows, near, CANDIDATES)
         case.cosines = [1.0 - float(rows[i].distance) for i in near]
         case.labels = np.array([int(i in case.evidence) for i in case.ids])
+        case.dates = [r.created_at for r in rows]
         if n % 1000 == 0:
             print(f"candidates: {n} of {len(cases)} cases", flush=True)
 
@@ -269,10 +282,11 @@ async def build_lme(
     cases: list[Case] = []
     for i, record in enumerate(records):
         cases.append(Case("lme", "own", record.user, record.question, vectors[i], evidence[i],
-                          frozenset({group[i]}), source="lme"))  # fmt: skip
+                          frozenset({group[i]}), source="lme", asked=record.asked))  # fmt: skip
         o = rng.choice([j for j in range(len(records)) if group[j] != group[i]])
         cases.append(Case("lme", "other", record.user, records[o].question, vectors[o],
-                          frozenset(), frozenset({group[i], group[o]}), source="lme"))  # fmt: skip
+                          frozenset(), frozenset({group[i], group[o]}), source="lme",
+                          asked=records[o].asked))  # fmt: skip
         j = rng.randrange(len(chat))
         cases.append(Case("lme", "chat", record.user, chat[j], chat_vectors[j], frozenset(),
                           frozenset({group[i]}), CHAT_WEIGHT, source="lme"))  # fmt: skip
@@ -392,12 +406,15 @@ INNER_FOLDS = 3
 
 
 def score(cases: Iterable[Case], fitted: Fitted) -> list[tuple[np.ndarray, float, float]]:
-    """Each case's ranker logits, gate logit and intent logit under `fitted`."""
+    """Each case's ranker logits (with the time it names, as `SecondStage.score` adds it),
+    gate logit and intent logit under `fitted`."""
     out = []
     for c in cases:
         logits = logits_of(fitted.ranker, c)
         g = gate_x(c, logits, fitted.intent, fitted.intent_intercept)
         intent = float(c.vector @ fitted.intent + fitted.intent_intercept)
+        window = time_window(c.text, c.asked) if c.asked is not None else None
+        logits = logits + time_bonus(window, c.dates, logits)
         out.append((logits, float(fitted.gate.logits(g[None, :])[0]), intent))
     return out
 

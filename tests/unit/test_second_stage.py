@@ -319,3 +319,19 @@ def test_a_stage_of_trees_scores_and_explains_without_vector_products() -> None:
     again = load_second_stage(json.dumps(s.to_json()))
     assert again.product_weights is None and isinstance(again.ranker, TreeModel)
     assert again.score("cello", np.ones(DIMS), rows, [1, 0]).scores == scored.scores
+
+
+def test_a_time_the_message_names_puts_the_memories_from_then_first() -> None:
+    now = T0 + timedelta(days=30)
+    rows = [
+        row(0, distance=0.1, created_at=now - timedelta(days=14)),  # the ranker's best
+        row(1, distance=0.4, created_at=now - timedelta(days=1)),  # from yesterday
+    ]
+    s = stage(1.0)
+    plain = s.score("where did I go hiking", np.ones(DIMS), rows, [0, 1], now=now)
+    timed = s.score("where did I go hiking yesterday", np.ones(DIMS), rows, [0, 1], now=now)
+    assert plain.order == [0, 1] and timed.order == [1, 0]
+    assert timed.gate == plain.gate  # the gate reads the ranker's own logits
+    why = timed.explain(s, 1)
+    assert why.ranker["when"] > 0 and sum(why.ranker.values()) == pytest.approx(why.logit)
+    assert "when" not in timed.explain(s, 0).ranker

@@ -30,6 +30,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -47,6 +48,7 @@ from recall.search.features import (
     rank_features,
 )
 from recall.search.trees import TreeModel
+from recall.search.when import time_bonus, time_window
 
 __all__ = [
     "Explanation",
@@ -59,6 +61,7 @@ __all__ = [
 ]
 
 _PRODUCTS = "vectors"  # the name of the element-wise products' joint contribution
+_WHEN = "when"  # the name of the time the message names (recall.search.when)
 
 
 def _sigmoid(x: float) -> float:
@@ -191,6 +194,7 @@ class Scored:
     _rank_x: np.ndarray
     _products: np.ndarray
     _gate_x: np.ndarray
+    _bonus: np.ndarray
 
     def explain(self, stage: SecondStage, index: int) -> Explanation:
         """The parts of candidate `index`'s score."""
@@ -199,6 +203,8 @@ class Scored:
             ranker[_PRODUCTS] = float(self._products[index] @ stage.product_weights)
         if isinstance(stage.ranker, LinearModel):
             ranker["intercept"] = stage.ranker.intercept
+        if self._bonus[index]:
+            ranker[_WHEN] = float(self._bonus[index])
         gate_parts = stage.gate.contributions(self._gate_x)
         if isinstance(stage.gate, LinearModel):
             gate_parts["intercept"] = stage.gate.intercept
@@ -253,6 +259,7 @@ class SecondStage:
         query_vector: np.ndarray,
         rows: Sequence[CandidateRow],
         vector_order: Sequence[int],
+        now: datetime | None = None,
     ) -> Scored:
         """Score one query's candidates.
 
@@ -261,6 +268,8 @@ class SecondStage:
             query_vector: its embedding (the same model as `embedding_model`).
             rows: the candidates (`MemoryStore.candidates`, echoes left out).
             vector_order: the vector side's candidates as indexes into `rows`, best first.
+            now: when the message is asked (now by default): a time it names ("yesterday",
+                "last summer") puts the candidates from then first (`recall.search.when`).
         """
         facts = query_facts(query_text, rows)
         x = rank_features(facts, rows, vector_order, self.candidates)
@@ -273,13 +282,16 @@ class SecondStage:
         intent = float(query_vector @ self.intent + self.intent_intercept)
         cosines = [1.0 - float(rows[i].distance) for i in vector_order]
         gx = gate_features(facts, x, np.asarray(logits), cosines, intent)
+        window = time_window(query_text, now or datetime.now(UTC))
+        bonus = time_bonus(window, [r.created_at for r in rows], np.asarray(logits))
+        logits = logits + bonus
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
         capped = intent + self.intent_offset
         gate = min(match, capped)
         order = sorted(range(len(rows)), key=lambda i: (-float(logits[i]), rows[i].id))
         best = float(logits[order[0]]) if order else 0.0
         scores = [_sigmoid(gate + self.slope * (float(z) - best)) for z in logits]
-        return Scored(order, scores, np.asarray(logits), gate, match, capped, x, prod, gx)
+        return Scored(order, scores, np.asarray(logits), gate, match, capped, x, prod, gx, bonus)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SecondStage:

@@ -1,0 +1,86 @@
+"""The time a message names (recall.search.when): past windows relative to the moment asked,
+and the candidates from inside one put first."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from recall.search.when import time_bonus, time_window
+
+NOW = datetime(2026, 11, 26, 21, 0, tzinfo=UTC)  # a Thursday
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("Where did I go hiking yesterday?", day(2026, 11, 25), day(2026, 11, 26)),
+        ("what did I cook this morning", day(2026, 11, 26), day(2026, 11, 27)),
+        ("What did I buy two days ago?", day(2026, 11, 24), day(2026, 11, 25)),
+        ("Where was I a fortnight ago?", day(2026, 11, 9), day(2026, 11, 16)),
+        ("who did I meet 3 weeks ago", day(2026, 11, 2), day(2026, 11, 9)),
+        ("Which film did we see two months ago?", day(2026, 9, 1), day(2026, 10, 1)),
+        ("What did I do on Monday?", day(2026, 11, 23), day(2026, 11, 24)),  # the last one
+        ("What was I reading in March?", day(2026, 3, 1), day(2026, 4, 1)),
+        ("What was I reading in December?", day(2025, 12, 1), day(2026, 1, 1)),  # not ahead
+        ("Which book did I read last year?", day(2025, 1, 1), day(2026, 1, 1)),
+        ("what did Caroline do in May 2023?", day(2023, 5, 1), day(2023, 6, 1)),
+        ("Where did we go last weekend?", day(2026, 11, 21), day(2026, 11, 23)),
+        ("Where did I travel last summer?", day(2026, 6, 1), day(2026, 9, 1)),
+        ("What did I plant last spring?", day(2026, 3, 1), day(2026, 6, 1)),
+        ("Where did we ski last winter?", day(2025, 12, 1), day(2026, 3, 1)),
+        ("Where did we have dinner around Christmas?", day(2025, 12, 20), day(2026, 1, 1)),
+    ],
+)
+def test_a_named_time_is_a_past_window(text: str, start: datetime, end: datetime) -> None:
+    window = time_window(text, NOW)
+    assert window is not None, text
+    assert (window.start, window.end) == (start, end)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What's my dog's name?",
+        "When did I go to the dentist?",  # asks for a time, names none
+        "What did I eat for dinner?",  # a time of day alone names no date
+        "What am I doing next week?",  # ahead: no memory is from then
+        "What's on tomorrow?",
+        "How many days ago did I buy the tickets?",
+        "",
+    ],
+)
+def test_no_window_when_none_is_named(text: str) -> None:
+    assert time_window(text, NOW) is None
+
+
+def test_a_season_not_yet_over_is_last_years_unless_it_is_this_one() -> None:
+    july = datetime(2026, 7, 10, tzinfo=UTC)
+    last = time_window("last summer", july)
+    this = time_window("this summer", july)
+    assert last is not None and last.start == day(2025, 6, 1)
+    assert this is not None and (this.start, this.end) == (day(2026, 6, 1), july)
+
+
+def test_a_naive_now_is_utc() -> None:
+    window = time_window("yesterday", NOW.replace(tzinfo=None))
+    assert window is not None and window.start == day(2026, 11, 25)
+
+
+def test_the_candidates_from_inside_come_first_in_the_rankers_order() -> None:
+    window = time_window("Where did I go hiking yesterday?", NOW)
+    moments = [day(2026, 11, 12), day(2026, 11, 25), day(2026, 7, 20), day(2026, 11, 25)]
+    logits = np.array([3.0, -1.0, 2.0, 0.5])
+    ranked = logits + time_bonus(window, moments, logits)
+    assert list(np.argsort(-ranked)) == [3, 1, 0, 2]
+    # nothing changes without a window, or with none of the candidates inside it
+    assert not time_bonus(None, moments, logits).any()
+    old = time_window("What did I do in March?", NOW)
+    assert not time_bonus(old, moments, logits).any()
+    assert time_bonus(window, [], np.zeros(0)).shape == (0,)
