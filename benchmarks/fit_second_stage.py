@@ -348,10 +348,24 @@ def fit_intent(cases: Sequence[Case], excluded: frozenset[int]) -> tuple[np.ndar
     return model.coef_[0].copy(), float(model.intercept_[0])
 
 
+def bonus_of(c: Case, logits: np.ndarray) -> np.ndarray:
+    """What the time the case's message names adds to its candidates' logits, as
+    `SecondStage.score` adds it (`recall.search.when`)."""
+    window = time_window(c.text, c.asked) if c.asked is not None else None
+    return time_bonus(window, c.dates, logits)
+
+
+def served(c: Case, logits: np.ndarray) -> np.ndarray:
+    """The logits the store ranks by: the ranker's, with the time bonus."""
+    out: np.ndarray = logits + bonus_of(c, logits)
+    return out
+
+
 def gate_x(c: Case, logits: np.ndarray, intent: np.ndarray, intent_b: float) -> np.ndarray:
-    """A case's gate features, given its candidates' ranker logits."""
+    """A case's gate features, given its candidates' ranker logits (before the time bonus)."""
     lg = float(c.vector @ intent + intent_b)
-    return gate_features(c.facts, c.x, np.asarray(logits), c.cosines, lg)
+    hit = bool(bonus_of(c, logits).any())
+    return gate_features(c.facts, c.x, np.asarray(logits), c.cosines, lg, hit)
 
 
 def logits_of(ranker: TreeModel, c: Case) -> np.ndarray:
@@ -389,7 +403,7 @@ def fit_all(train: Sequence[Case], excluded: frozenset[int]) -> Fitted:
     intent, intent_b = fit_intent(train, excluded)
     g_x = np.vstack([gate_x(c, unseen[id(c)], intent, intent_b) for c in train])
     y = np.array([
-        int(c.kind == "own" and answered_in_top(c, logits=unseen[id(c)]))
+        int(c.kind == "own" and answered_in_top(c, logits=served(c, unseen[id(c)])))
         for c in train
     ])  # fmt: skip
     w = np.array([_gate_weight(c) for c in train])
@@ -413,9 +427,7 @@ def score(cases: Iterable[Case], fitted: Fitted) -> list[tuple[np.ndarray, float
         logits = logits_of(fitted.ranker, c)
         g = gate_x(c, logits, fitted.intent, fitted.intent_intercept)
         intent = float(c.vector @ fitted.intent + fitted.intent_intercept)
-        window = time_window(c.text, c.asked) if c.asked is not None else None
-        logits = logits + time_bonus(window, c.dates, logits)
-        out.append((logits, float(fitted.gate.logits(g[None, :])[0]), intent))
+        out.append((served(c, logits), float(fitted.gate.logits(g[None, :])[0]), intent))
     return out
 
 

@@ -331,7 +331,9 @@ def test_a_time_the_message_names_puts_the_memories_from_then_first() -> None:
     plain = s.score("where did I go hiking", np.ones(DIMS), rows, [0, 1], now=now)
     timed = s.score("where did I go hiking yesterday", np.ones(DIMS), rows, [0, 1], now=now)
     assert plain.order == [0, 1] and timed.order == [1, 0]
-    assert timed.gate == plain.gate  # the gate reads the ranker's own logits
+    # the gate reads the ranker's own logits, and that a candidate is from the time named
+    assert timed._gate_x[GATE_FEATURES.index("time_hit")] == 1.0
+    assert plain._gate_x[GATE_FEATURES.index("time_hit")] == 0.0
     why = timed.explain(s, 1)
     assert why.ranker["when"] > 0 and sum(why.ranker.values()) == pytest.approx(why.logit)
     assert "when" not in timed.explain(s, 0).ranker

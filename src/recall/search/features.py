@@ -107,6 +107,8 @@ GATE_FEATURES = (
     "top_agree",
     "top3_idf",
     "cos_z",
+    # the message names a time and a candidate is from then (recall.search.when)
+    "time_hit",
 )
 _COL = {name: i for i, name in enumerate(RANK_FEATURES)}
 _MONTHS = "january february march april may june july august september october november december"
@@ -292,6 +294,7 @@ def gate_features(
     logits: np.ndarray,
     vector_cosines: Sequence[float],
     intent: float,
+    time_hit: bool = False,
 ) -> np.ndarray:
     """The `GATE_FEATURES` of a query.
 
@@ -301,6 +304,7 @@ def gate_features(
         logits: the ranker's logit of each candidate.
         vector_cosines: the vector side's cosines, best first.
         intent: the intent model's logit for the query's vector.
+        time_hit: the query names a time and a candidate is from then.
     """
     top = sorted(logits.tolist(), reverse=True)[:3]
     z = top + [_NO_LOGIT] * (3 - len(top))
@@ -350,5 +354,6 @@ def gate_features(
         "top_agree": float(first("rank_cos") == 1.0 and first("rank_bm25") == 1.0),
         "top3_idf": float(x[order[:3], _COL["idf_frac"]].sum()) if len(x) else 0.0,
         "cos_z": (best - float(np.mean(cosines))) / spread if spread > 0 else 0.0,
+        "time_hit": float(time_hit),
     }
     return np.array([values[name] for name in GATE_FEATURES])

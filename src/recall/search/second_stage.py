@@ -281,9 +281,9 @@ class SecondStage:
             logits = self.ranker.logits(x) + (prod @ self.product_weights if len(rows) else 0.0)
         intent = float(query_vector @ self.intent + self.intent_intercept)
         cosines = [1.0 - float(rows[i].distance) for i in vector_order]
-        gx = gate_features(facts, x, np.asarray(logits), cosines, intent)
         window = time_window(query_text, now or datetime.now(UTC))
         bonus = time_bonus(window, [r.created_at for r in rows], np.asarray(logits))
+        gx = gate_features(facts, x, np.asarray(logits), cosines, intent, bool(bonus.any()))
         logits = logits + bonus
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
         capped = intent + self.intent_offset
