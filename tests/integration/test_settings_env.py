@@ -489,6 +489,13 @@ async def test_recall_store_index_threshold(env: ProcessEnv, user: str) -> None:
         assert await store.build_indexes() == [(user, "kb")]
 
 
+async def test_a_store_made_on_a_pool_takes_the_process_settings(env: ProcessEnv) -> None:
+    env.setenv("RECALL_STORE_INDEX_THRESHOLD", "3")
+    async with RecallStore.connect() as opened:
+        made = RecallStore(opened._pool)  # a store on a pool of one's own
+        assert made._planner.threshold == 3  # not Settings()'s default
+
+
 async def test_recall_store_wide_threshold(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_STORE_WIDE_THRESHOLD", "3")
     index: IndexConfig = {"dims": 24, "embed": FakeEmbeddings(24), "fields": ["text"]}

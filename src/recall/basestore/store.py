@@ -62,7 +62,7 @@ class RecallStore(BaseStore):
         database: the database behind the pool (its embedded server, if any, is stopped on
             close by its owner).
         settings: the index thresholds and HNSW parameters (`store_index_threshold`,
-            `store_wide_threshold`, `hnsw_*`; default: `Settings()`).
+            `store_wide_threshold`, `hnsw_*`; default: the process's, `process_settings()`).
     """
 
     supports_ttl: bool = True
@@ -78,7 +78,7 @@ class RecallStore(BaseStore):
         settings: Settings | None = None,
     ) -> None:
         self._pool = pool
-        self._planner = IndexPlanner(pool, settings or Settings())
+        self._planner = IndexPlanner(pool, settings or process_settings())
         self._index = index
         self.ttl_config = ttl
         self.index_config: IndexConfig | None = (
