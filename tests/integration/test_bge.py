@@ -53,6 +53,19 @@ def test_vectors_are_normalized_and_queries_carry_the_instruction(
     assert bge.embed_query("Where does my sister live?") == query  # deterministic
 
 
+@pytest.mark.parametrize("spin", [False, True])
+def test_onnx_runtimes_threads_sleep_between_calls_unless_asked_to_spin(spin: bool) -> None:
+    model = BgeSmallEmbeddings(spin=spin)
+    model.embed_query("warm-up")
+    options = model._session.get_session_options()
+    key = "session.intra_op.allow_spinning"
+    if spin:  # ONNX Runtime's own default: the entry is not set
+        with pytest.raises(RuntimeError):
+            options.get_session_config_entry(key)
+    else:
+        assert options.get_session_config_entry(key) == "0"
+
+
 def test_a_swapped_file_is_refused(tmp_path: Path) -> None:
     for packaged in packaged_model_files():
         shutil.copy(str(packaged), tmp_path / packaged.name)
