@@ -90,7 +90,6 @@ The default path against semantic-only, per choice:
 
 {table(["ONNX Runtime's threads", "default / semantic p50", "default / semantic p95"], ratio)}
 """
-    print(body)
     publish("onnx-spin", body, write=not args.no_write)
 
 

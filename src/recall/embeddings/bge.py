@@ -64,9 +64,11 @@ class BgeSmallEmbeddings(Embeddings):
         verify: check the two files' sha256 before loading them.
         batch_size: texts per forward pass in `embed_documents`.
         threads: ONNX Runtime's threads per call.
-        spin: let ONNX Runtime's threads spin between calls (off by default: on 2 cores the
-            spinning threads take the cores the database needs; with them off the default
-            search path was 8-11% faster at p50 and 15-19% at p95, `benchmarks/onnx_spin.py`).
+        spin: let ONNX Runtime's threads spin between calls. Off by default: on 2 cores the
+            spinning threads take the cores the database needs, and with them asleep the
+            default search path was 8% faster at p50 and 18% at p95; a semantic-only search
+            was 27% slower at p50 (the threads wake for each query) and 29% faster at p95
+            (`benchmarks/onnx_spin.py`, docs/benchmarks.md "onnx-spin").
     """
 
     model_name = BGE_MODEL_NAME
