@@ -10,6 +10,7 @@ without a cluster."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 from psycopg import AsyncConnection, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -79,6 +81,18 @@ def fresh_process_settings() -> Any:
     process_settings.cache_clear()
     yield
     process_settings.cache_clear()
+
+
+def quiet_cli_logging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process, the CLI must not configure logging for the whole test session (loggers
+    cached under its configuration would escape the other tests' capture_logs()): keep its
+    effect (warnings and errors only), without caching. The CLI tests' runners call it."""
+    monkeypatch.setattr(
+        "recall.cli.configure_logging",
+        lambda **_kwargs: structlog.configure(
+            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
+        ),
+    )
 
 
 def free_port() -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from typer.testing import CliRunner
 from recall.cli import app
 from recall.cli.admin import prepare_model
 from recall.config import Settings
-from tests.conftest import Databases
+from tests.conftest import Databases, quiet_cli_logging
 
 pytestmark = pytest.mark.model
 
@@ -38,15 +37,7 @@ async def cli_url(databases: Databases) -> str:
 @pytest.fixture
 def runner(cli_url: str, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     monkeypatch.setenv("RECALL_DATABASE_URL", cli_url)
-    # in-process, the CLI must not configure logging for the whole test session (loggers
-    # cached under its configuration would escape the other tests' capture_logs()): keep
-    # its effect (warnings and errors only), without caching; reset after each test
-    monkeypatch.setattr(
-        "recall.cli.configure_logging",
-        lambda **_kwargs: structlog.configure(
-            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
-        ),
-    )
+    quiet_cli_logging(monkeypatch)  # reset after each test
     return CliRunner()
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +15,7 @@ import structlog
 from typer.testing import CliRunner
 
 from recall.cli import app
-from tests.conftest import Databases
+from tests.conftest import Databases, quiet_cli_logging
 
 pytestmark = pytest.mark.model
 
@@ -43,12 +42,7 @@ def _restore_logging() -> Iterator[None]:
 @pytest.fixture
 def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     """As in test_cli.py: the CLI's logging effect (warnings and errors) without caching."""
-    monkeypatch.setattr(
-        "recall.cli.configure_logging",
-        lambda **_kwargs: structlog.configure(
-            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
-        ),
-    )
+    quiet_cli_logging(monkeypatch)
     return CliRunner()
 
 

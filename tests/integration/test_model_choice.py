@@ -5,7 +5,6 @@ finding the stored memories; an explicit setting that disagrees stays an error."
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterator
 
 import pytest
@@ -21,7 +20,7 @@ from recall.db.pool import connect_once
 from recall.embeddings import choose
 from recall.errors import ConfigError, EmbeddingMismatchError
 from recall.store import MemoryStore
-from tests.conftest import Databases
+from tests.conftest import Databases, quiet_cli_logging
 
 
 @pytest.fixture(autouse=True)
@@ -112,13 +111,7 @@ async def test_recall_store_follows_the_memories_model(databases: Databases) -> 
 
 @pytest.fixture
 def runner(monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    # as tests/integration/test_cli.py: warnings and errors only, nothing cached
-    monkeypatch.setattr(
-        "recall.cli.configure_logging",
-        lambda **_kwargs: structlog.configure(
-            wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING)
-        ),
-    )
+    quiet_cli_logging(monkeypatch)
     monkeypatch.delenv("RECALL_EMBEDDING_MODEL", raising=False)
     return CliRunner()
 

@@ -12,6 +12,7 @@ from recall.cli.output import plural
 from recall.config import MAX_RETENTION_DAYS, Settings
 from recall.embeddings import legacy_hint
 from recall.store import MemoryStore
+from recall.store.erasure import retention_limits
 
 __all__ = ["app"]
 
@@ -155,18 +156,14 @@ def retention(
     RECALL_RETENTION_MAX_PER_USER. Run it on a schedule (docs/operations.md); with neither set
     it removes nothing."""
     settings = settings_of(ctx)
-    age = days if days is not None else settings.retention_days
-    cap = max_per_user if max_per_user is not None else settings.retention_max_per_user
+    age, cap = retention_limits(settings, days, max_per_user)
     if age is None and cap is None:
         typer.echo(
             "no retention set (RECALL_RETENTION_DAYS, RECALL_RETENTION_MAX_PER_USER): "
             "nothing removed"
         )
         return
-    # the store resolves what was not given from the same settings
-    done = with_store(
-        settings, lambda store: store.apply_retention(days=days, max_per_user=max_per_user)
-    )
+    done = with_store(settings, lambda store: store.apply_retention(days=age, max_per_user=cap))
     parts = []
     if age is not None:
         parts.append(f"{done.expired:,} older than {plural(age, 'day')}")

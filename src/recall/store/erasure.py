@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
-from recall.config import MAX_RETENTION_DAYS
+from recall.config import MAX_RETENTION_DAYS, Settings
 from recall.db.memories import (
     delete_memory,
     forget_before,
@@ -29,7 +29,7 @@ from recall.outbox import Outbox
 from recall.store.base import StoreBase
 from recall.store.checks import memory_key
 
-__all__ = ["Erasure", "Retention"]
+__all__ = ["Erasure", "Retention", "retention_limits"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -47,6 +47,17 @@ class Retention:
     expired: int = 0
     over_cap: int = 0
     users: int = 0
+
+
+def retention_limits(
+    settings: Settings, days: int | None, max_per_user: int | None
+) -> tuple[int | None, int | None]:
+    """The age limit and per-user cap a retention run applies: those given, else the
+    settings' (`retention_days`, `retention_max_per_user`); None where neither sets one."""
+    return (
+        settings.retention_days if days is None else days,
+        settings.retention_max_per_user if max_per_user is None else max_per_user,
+    )
 
 
 class Erasure(StoreBase):
@@ -118,8 +129,7 @@ class Erasure(StoreBase):
                 `recall.config.MAX_RETENTION_DAYS`.
             StoreError: the database failed (removals done before it stay done).
         """
-        days = self.settings.retention_days if days is None else days
-        cap = self.settings.retention_max_per_user if max_per_user is None else max_per_user
+        days, cap = retention_limits(self.settings, days, max_per_user)
         for name, value in (("days", days), ("max_per_user", cap)):
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise InvalidInputError(f"retention {name} must be >= 1, not {value!r}")
