@@ -306,7 +306,8 @@ def gate_features(
         intent: the intent model's logit for the query's vector.
         time_hit: the query names a time and a candidate is from then.
     """
-    top = sorted(logits.tolist(), reverse=True)[:3]
+    order = np.argsort(-logits, kind="stable") if len(x) else np.zeros(0, dtype=np.intp)
+    top = logits[order[:3]].tolist()  # the ranker's best three, best first
     z = top + [_NO_LOGIT] * (3 - len(top))
     cosines = list(vector_cosines) or [0.0]
     best = cosines[0]
@@ -317,8 +318,6 @@ def gate_features(
 
     def best_of(name: str) -> float:
         return float(x[:, _COL[name]].max()) if len(x) else 0.0
-
-    order = np.argsort(-logits, kind="stable") if len(x) else np.zeros(0, dtype=np.intp)
 
     def first(name: str) -> float:  # of the ranker's top candidate
         return float(x[order[0], _COL[name]]) if len(x) else 0.0

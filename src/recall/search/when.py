@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 import numpy as np
 import parsedatetime
@@ -161,14 +162,10 @@ def time_window(text: str, now: datetime) -> Window | None:
     return _parsed(low, now, _calendar())
 
 
-_CALENDARS: list[parsedatetime.Calendar] = []
-
-
+@cache
 def _calendar() -> parsedatetime.Calendar:
     """One parsedatetime calendar per process, made when first needed (no work at import)."""
-    if not _CALENDARS:
-        _CALENDARS.append(parsedatetime.Calendar(version=parsedatetime.VERSION_CONTEXT_STYLE))
-    return _CALENDARS[0]
+    return parsedatetime.Calendar(version=parsedatetime.VERSION_CONTEXT_STYLE)
 
 
 def time_bonus(
