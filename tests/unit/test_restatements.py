@@ -119,9 +119,16 @@ def restating(*sources: Row, at: int = 1, question: str = "What car do I drive?"
     return Row(question, "You drive a Prius.", T0 + timedelta(hours=at), {KEY: p.as_dict()})
 
 
-def run(query: str, rows: list[Row], scores: list[float], limit: int = 3) -> list[Row]:
+def run(
+    query: str,
+    rows: list[Row],
+    scores: list[float],
+    limit: int = 3,
+    nearness: list[float] | None = None,
+) -> list[Row]:
     order = sorted(range(len(rows)), key=lambda i: -scores[i])
-    picked = arrange(query, rows, order, scores, [0.5] * len(rows), 0.5, limit)
+    near = nearness or [0.5] * len(rows)
+    picked = arrange(query, rows, order, scores, near, 0.5, limit)
     return [rows[i] for i, _s in picked]
 
 
@@ -166,3 +173,23 @@ def test_without_provenance_the_order_is_the_rankers() -> None:
     rows = [Row("I like tea"), Row("What is tea?", "A drink."), Row("I have a cat")]
     assert run("tea", rows, [0.9, 0.7, 0.4]) == rows[:2]
     assert run("tea", rows, [0.9, 0.7, 0.6], limit=1) == rows[:1]
+
+
+def test_only_a_slot_the_query_asks_about_puts_the_newer_first() -> None:
+    old = Row("I'm looking for a gym near work, I drive a Prius.")
+    new = Row("I'm looking for a recipe with lentils.", created_at=T0 + timedelta(hours=5))
+    # "i looking for" is shared, but the question asks about driving, and the newer one is
+    # farther from it
+    near = [0.7, 0.5]
+    assert run("What car do I drive?", [old, new], [0.9, 0.6], nearness=near) == [old, new]
+    # a slot the question names: the newer one goes first if about as near (within 0.1)
+    assert run("What am I looking for?", [old, new], [0.9, 0.6], nearness=[0.7, 0.65]) == [
+        new,
+        old,
+    ]
+    assert run("What am I looking for?", [old, new], [0.9, 0.6], nearness=near) == [old, new]
+    # any shared slot: the newer one goes first when it is at least as near the query
+    assert run("What car do I drive?", [old, new], [0.9, 0.6], nearness=[0.6, 0.6]) == [
+        new,
+        old,
+    ]

@@ -16,7 +16,11 @@ of the candidates fill the limit's slots, never their scores' meaning.
    own is not a restatement and keeps its slot.
 3. Changed facts: before a statement of the user's, the newest of the candidates that makes a
    statement on the same slot (`recall.search.slots`: "i drive a", "i live in") and is not a
-   restatement comes first; the older one follows it.
+   restatement comes first, when it is about the same thing: at least as near the query
+   (cosine) as the older one, or, when the query names the slot (one of its content words,
+   "drive", "live", "favourite band", is the query's), no more than `NEAR_MARGIN` less near.
+   The older one follows it. Sharing a frame of conversation ("I'm looking for", "I started")
+   is not enough.
 """
 
 from __future__ import annotations
@@ -29,7 +33,12 @@ from recall.search.echo import is_question, terms
 from recall.search.provenance import Provenance, said
 from recall.search.slots import slots
 
-__all__ = ["Candidate", "arrange"]
+__all__ = ["NEAR_MARGIN", "Candidate", "arrange"]
+
+NEAR_MARGIN = 0.1
+"""A newer statement on a slot the query names goes first when its cosine to the query is at
+most this much below the older one's (else it must be at least as near). Set after reading
+LongMemEval dev's reorders and the probe (docs/decisions/0029-provenance.md)."""
 
 
 class Candidate(Protocol):
@@ -96,12 +105,21 @@ def arrange(
     restated: set[str] = set()  # the facts (source ids) a shown memory stands for
 
     def newest_on_slot(i: int) -> int | None:
-        """The newest candidate stating something on one of `i`'s slots, if newer than it."""
+        """The newest candidate stating something on one of `i`'s slots and about the same
+        thing (module docstring, 3.), if newer than it."""
         if not statement[i]:
             return None
+        asked_slots = {s for s in statement[i] if terms(s) & asked}
         best: int | None = None
         for j in order:
-            if j == i or not (statement[j] & statement[i]):
+            shared = statement[j] & statement[i]
+            if j == i or not shared:
+                continue
+            # the query names the slot and j is about as near it, or j is nearer than i
+            if not (
+                (shared & asked_slots and nearness[j] >= nearness[i] - NEAR_MARGIN)
+                or nearness[j] >= nearness[i]
+            ):
                 continue
             if rows[j].created_at > rows[best if best is not None else i].created_at:
                 best = j
