@@ -96,7 +96,7 @@ async def main() -> None:
 {datetime.now():%Y-%m-%d}. `add_turn` one call at a time (the model warm, the embedding cache
 off) for a user holding {args.seed_turns} turns: today's write (`RECALL_LINK_REPEATED_TURNS`
 off, no provenance) and issue 37's (three source ids as provenance, and the search for a turn
-it repeats: the user's 3 nearest memories within `RECALL_DEDUP_THRESHOLD`, then a word-for-word
+it repeats: the user's 10 nearest memories within `RECALL_DEDUP_THRESHOLD`, then a word-for-word
 test), in blocks of 25 taking turns in one run. "repeat": a turn written before, again in
 another conversation: today a second row, with issue 37 a count on the first (no insert).
 Repeats linked to the first write: today {linked["today"]} of {REPEATS}, issue 37

@@ -18,7 +18,8 @@ __all__ = ["Repeats"]
 
 log = structlog.stdlib.get_logger(__name__)
 
-NEAREST = 3  # stored memories a new turn is compared with, the nearest first
+NEAREST = 10  # stored memories a new turn is compared with, the nearest first (near-variants of
+# one text, "... (1)", "... (2)", can hold the first places)
 
 
 class Repeats(Search):
