@@ -3,8 +3,9 @@ against today's `add_turn` (both off), taking turns in blocks in one run.
 
     python benchmarks/write_cost.py [--writes 400] [--seed-turns 300] [--no-write]
 
-One fresh database, the default model (bge-small) warm, the embedding cache off; a user who
-already holds `--seed-turns` LoCoMo turns; two stores on it, one with
+One fresh database, the default model (bge-small) warm, the embedding cache off; two users who
+each already hold the same `--seed-turns` LoCoMo turns; two stores on it, each writing for its
+own user, one with
 `link_repeated_turns=False` (today's write: embed, insert), one at the defaults (embed, look for
 a near-duplicate among the user's nearest memories, insert, with three source ids as
 provenance). Each writes `--writes` new turns (LoCoMo pairs, each made distinct), in blocks of
@@ -28,7 +29,7 @@ from recall.config import Settings
 from recall.search.provenance import Provenance
 from recall.store import MemoryStore
 
-USER = "writer"
+USERS = {"today": "writer-today", "issue 37": "writer-37"}  # the same history each
 REPEATS = 100
 
 
@@ -45,36 +46,38 @@ async def main() -> None:
     today = Settings(database_url=url, embedding_cache_ttl=0, link_repeated_turns=False)
     async with MemoryStore.connect(today) as off, MemoryStore.connect(base) as on:
         seed = list(islice(cycle(pairs), args.seed_turns))
-        ids = await off.add_turns(
-            {"user_id": USER, "user_message": s, "ai_response": r, "conversation_id": "seed"}
-            for s, r in seed
-        )
-        sources = Provenance(tuple(ids[:3]), tuple(ids[:1]), False)
+        ids = {}
+        for name, user in USERS.items():
+            ids[name] = await off.add_turns(
+                {"user_id": user, "user_message": s, "ai_response": r, "conversation_id": "seed"}
+                for s, r in seed
+            )
+        sources = Provenance(tuple(ids["issue 37"][:3]), tuple(ids["issue 37"][:1]), False)
         await on.embedder.load()
         await off.embedder.load()
 
-        def new(store: MemoryStore, tag: str, i: int, provenance: Provenance | None) -> Call:
+        def new(store: MemoryStore, user: str, i: int, provenance: Provenance | None) -> Call:
             said, replied = pairs[(args.seed_turns + i) % len(pairs)]
-            text = f"{said} ({tag} {i})"
+            text = f"{said} ({i})"
             return lambda: store.add_turn(
-                USER, text, replied, conversation_id=f"c{i}", provenance=provenance
+                user, text, replied, conversation_id=f"c{i}", provenance=provenance
             )
 
-        def repeat(store: MemoryStore, tag: str, i: int) -> Call:
+        def repeat(store: MemoryStore, user: str, i: int) -> Call:
             said, replied = pairs[(args.seed_turns + i) % len(pairs)]
-            text = f"{said} ({tag} {i})"
-            return lambda: store.add_turn(USER, text, replied, conversation_id=f"again{i}")
+            text = f"{said} ({i})"
+            return lambda: store.add_turn(user, text, replied, conversation_id=f"again{i}")
 
         fresh = await timed_interleaved(
             {
-                "today": [new(off, "off", i, None) for i in range(args.writes)],
-                "issue 37": [new(on, "on", i, sources) for i in range(args.writes)],
+                "today": [new(off, USERS["today"], i, None) for i in range(args.writes)],
+                "issue 37": [new(on, USERS["issue 37"], i, sources) for i in range(args.writes)],
             }
         )
         again = await timed_interleaved(
             {
-                "today": [repeat(off, "off", i) for i in range(REPEATS)],
-                "issue 37": [repeat(on, "on", i) for i in range(REPEATS)],
+                "today": [repeat(off, USERS["today"], i) for i in range(REPEATS)],
+                "issue 37": [repeat(on, USERS["issue 37"], i) for i in range(REPEATS)],
             }
         )
         # a repeat that returns the memory first written is linked; a new id is a new row
@@ -94,13 +97,14 @@ async def main() -> None:
 
 `python benchmarks/write_cost.py` on {machine()}, commit {revision},
 {datetime.now():%Y-%m-%d}. `add_turn` one call at a time (the model warm, the embedding cache
-off) for a user holding {args.seed_turns} turns: today's write (`RECALL_LINK_REPEATED_TURNS`
-off, no provenance) and issue 37's (three source ids as provenance, and the search for a turn
-it repeats: the user's 10 nearest memories within `RECALL_DEDUP_THRESHOLD`, then a word-for-word
-test), in blocks of 25 taking turns in one run. "repeat": a turn written before, again in
-another conversation: today a second row, with issue 37 a count on the first (no insert).
-Repeats linked to the first write: today {linked["today"]} of {REPEATS}, issue 37
-{linked["issue 37"]} of {REPEATS}. Target (issue 37): p95 <= 25 ms.
+off) for users holding the same {args.seed_turns} turns, one per system: today's write
+(`RECALL_LINK_REPEATED_TURNS` off, no provenance) and issue 37's (three source ids as
+provenance, and the search for a turn it repeats: the user's 10 nearest memories within
+`RECALL_DEDUP_THRESHOLD`, then a word-for-word test), in blocks of 25 taking turns in one run.
+"repeat": a turn written before, again in another conversation: today a second row, with issue
+37 a count on the first (no insert). Repeats linked to the first write: today
+{linked["today"]} of {REPEATS}, issue 37 {linked["issue 37"]} of {REPEATS}. Target (issue 37):
+p95 <= 25 ms.
 
 {table(["case", "calls each", "today p50 ms", "today p95 ms", "issue 37 p50 ms",
         "issue 37 p95 ms", "p50 ratio", "p95 ratio"], rows)}
