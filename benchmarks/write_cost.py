@@ -93,9 +93,15 @@ async def main() -> None:
                      f"{t_on[0]:.2f}", f"{t_on[1]:.2f}", f"{t_on[0] / t_off[0]:.2f}",
                      f"{t_on[1] / t_off[1]:.2f}"])  # fmt: skip
     print(f"repeats linked to the first write: {linked}")
+    command = "python benchmarks/write_cost.py" + "".join(
+        f" --{name} {value}"
+        for name, value, default in (("writes", args.writes, 400),
+                                     ("seed-turns", args.seed_turns, 300))
+        if value != default
+    )  # fmt: skip
     body = f"""## What provenance and linking repeats cost a write (issue 37)
 
-`python benchmarks/write_cost.py` on {machine()}, commit {revision},
+`{command}` on {machine()}, commit {revision},
 {datetime.now():%Y-%m-%d}. `add_turn` one call at a time (the model warm, the embedding cache
 off) for users holding the same {args.seed_turns} turns, one per system: today's write
 (`RECALL_LINK_REPEATED_TURNS` off, no provenance) and issue 37's (three source ids as
