@@ -251,6 +251,10 @@ crowd them.
 {table(["issue 37", "said-it turn first", "fact returned", "2+ slots on the fact",
         "3 slots on one fact", "changed: new first", "control: first", "turns", "stored",
         "repeats linked", "quoting a source", "restatements"], rows)}
+
+Where the said-it turn did not come first at the defaults (question -> first returned):
+
+{chr(10).join(f"- {miss}" for miss in runs[-1][1].misses)}
 """  # fmt: skip
     publish("restatement-probe", body, write=not args.no_write)
 
