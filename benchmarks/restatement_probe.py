@@ -37,6 +37,7 @@ from harness.db import fresh_database
 from harness.report import ROOT, git_revision, machine, publish, table
 from harness.run import parser, run
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from recall.config import Settings
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
@@ -68,7 +69,7 @@ def quote_of(memory: dict[str, Any]) -> str:
     """What the agent says of a retrieved memory: the user's statement in the second person,
     or (a question) the first sentence of the reply that answered it."""
     if is_question(memory["user_message"]):
-        return memory["ai_response"].split(". ")[0].rstrip(".")
+        return str(memory["ai_response"]).split(". ")[0].rstrip(".")
     return second_person(memory["user_message"])
 
 
@@ -135,7 +136,7 @@ async def probe(settings: Settings, data: dict[str, Any], queue: Path) -> Run:
         retrieve = create_retrieve_memories_node(store, settings=settings)
         write = create_store_memories_node(store, settings=settings, queue_path=queue, wait_s=30.0)
 
-        def config(thread: str) -> dict[str, Any]:
+        def config(thread: str) -> RunnableConfig:
             return {"configurable": {"langgraph_auth_user": USER, "thread_id": thread}}
 
         async def turn(kind: str, text: str, thread: str) -> None:
