@@ -50,6 +50,7 @@ CITUS_MODULES = {
     "test_hostile_input.py",
     "test_store_indexes.py",
     "test_retention.py",
+    "test_provenance.py",
 }
 
 # ... except these, which check how plain PostgreSQL runs a statement, not what it returns:

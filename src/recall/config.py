@@ -156,6 +156,10 @@ class Settings:
     alert_on_failures: bool = True
     consolidation_chunk_size: int = 10
     dedup_threshold: float = 0.95
+    # issue 37 (docs/retrieval.md): a source before its restatements, the newest statement on
+    # a slot first; a turn that repeats a stored one almost word for word is counted, not stored
+    sources_first: bool = True
+    link_repeated_turns: bool = True
     auto_migrate: bool = True
     log_level: str | None = None  # None: INFO, and WARNING for the CLI
     chat_model: str | None = None  # "provider:model" for init_chat_model; None: offline

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from recall.search.provenance import Provenance
 from recall.server import inspector
 from recall.store import MemoryStore
 from recall.store.shared import set_default_store
@@ -212,3 +213,27 @@ async def test_the_page_and_its_assets_come_from_the_app(client: httpx.AsyncClie
     for name, kind in inspector.ASSETS.items():
         asset = await client.get(f"/recall/ui/{name}")
         assert asset.status_code == 200 and asset.headers["content-type"].startswith(kind)
+
+
+async def test_a_memory_shows_its_sources_and_restatements(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    alice = users["alice"]
+    fact = await store.add_turn(alice, "I drive a Toyota Prius.", "Noted.")
+    quoted = Provenance((fact.id,), (fact.id,), True)
+    again = await store.add_turn(
+        alice, "What car do I drive?", "You drive a Toyota Prius.", provenance=quoted
+    )
+    r = await client.get(f"/recall/api/memories/{fact.id}/links", headers=_auth(users, "alice"))
+    assert r.status_code == 200
+    body = r.json()
+    assert [m["id"] for m in body["restatements"]] == [again.id]
+    assert body["sources"] == []
+    r = await client.get(f"/recall/api/memories/{again.id}/links", headers=_auth(users, "alice"))
+    body = r.json()
+    assert [m["id"] for m in body["sources"]] == [fact.id]
+    assert body["quoted"] == [fact.id]
+    assert body["memory"]["restates"] == 1
+    # another user's memory is not found, whatever its id
+    r = await client.get(f"/recall/api/memories/{fact.id}/links", headers=_auth(users, "bob"))
+    assert r.status_code == 404

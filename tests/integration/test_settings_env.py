@@ -35,6 +35,7 @@ from recall.embeddings import MiniLMEmbeddings, configured_embeddings
 from recall.errors import ConfigError, InvalidInputError, MigrationError
 from recall.metrics import AlertRules, RetrievalMetrics
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
+from recall.search.provenance import Provenance
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -566,6 +567,7 @@ async def test_recall_hnsw_ef_search(
     async with await open_store() as store:
         await add_facts(store, user, 3)
         await store.optimize()
+        vector_calls.clear()  # each add_turn looked for a turn it repeats (issue 37)
         found = await store.search(user, "my dog Max", mode="semantic", similarity_threshold=0)
     assert found and [c["ef_search"] for c in vector_calls] == [7]
     assert vector_calls[0]["index"] is not None  # the user's own index served it
@@ -577,6 +579,7 @@ async def test_recall_hybrid_candidates(
     env.setenv("RECALL_HYBRID_CANDIDATES", "9")
     async with await open_store() as store:
         await add_facts(store, user, 2)
+        vector_calls.clear()  # each add_turn looked for a turn it repeats (issue 37)
         await store.search(user, "my dog Max", mode="hybrid")
     assert [c["limit"] for c in vector_calls] == [9]
 
@@ -713,6 +716,29 @@ async def test_recall_dedup_threshold(env: ProcessEnv, user: str) -> None:
         result = await Consolidator(store, _extractor(TEA, TEA_AGAIN)).run(user, "c1")
     # the second memory is close to the first (cosine 0.84: under the default 0.95, over 0.5)
     assert (result.created, result.updated) == (1, 1)
+
+
+async def test_recall_sources_first(env: ProcessEnv, user: str) -> None:
+    env.setenv("RECALL_SOURCES_FIRST", "false")
+    async with await open_store() as store:
+        fact = await store.add_turn(user, "I drive a Toyota Prius.", "Noted.")
+        quoted = Provenance((fact.id,), (fact.id,), True)
+        echo = await store.add_turn(
+            user, "What car do I drive?", "You drive a Toyota Prius.", provenance=quoted
+        )
+        found = await store.search(
+            user, "What car do I drive?", mode="semantic", similarity_threshold=0
+        )
+    # the ranker's order: the restatement, which echoes the question, takes a slot of its own
+    assert {m.id for m in found} == {fact.id, echo.id}
+
+
+async def test_recall_link_repeated_turns(env: ProcessEnv, user: str) -> None:
+    env.setenv("RECALL_LINK_REPEATED_TURNS", "false")
+    async with await open_store() as store:
+        await store.add_turn(user, "I drive a Toyota Prius.", "Noted.", conversation_id="a")
+        await store.add_turn(user, "I drive a Toyota Prius.", "Noted.", conversation_id="b")
+        assert len(await store.recent(user)) == 2
 
 
 # -- the list --------------------------------------------------------------------------------

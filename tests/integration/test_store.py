@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from recall.errors import InvalidInputError, StoreError
+from recall.search.provenance import repeats_of
 from recall.store import MemoryStore
 
 
@@ -40,10 +41,14 @@ async def test_add_and_search_finds_the_turn(store: MemoryStore, user: str) -> N
 async def test_same_turn_twice_is_stored_once(store: MemoryStore, user: str) -> None:
     first = await store.add_turn(user, "hello there", "hi!", conversation_id="c")
     again = await store.add_turn(user, "hello there", "hi!", conversation_id="c")
-    other_thread = await store.add_turn(user, "hello there", "hi!", conversation_id="d")
     assert first.id == again.id
-    assert other_thread.id != first.id
-    assert len(await store.recent(user, 10)) == 2
+    [stored] = await store.recent(user, 10)
+    assert repeats_of(stored.metadata) == 0  # a retry, not a repeat
+    # in another thread it is a repeat: counted on the first (issue 37), not stored again
+    other_thread = await store.add_turn(user, "hello there", "hi!", conversation_id="d")
+    assert other_thread.id == first.id
+    [stored] = await store.recent(user, 10)
+    assert repeats_of(stored.metadata) == 1
 
 
 async def test_the_same_turn_written_at_once_from_many_tasks_is_one_memory(

@@ -55,10 +55,10 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
     assert [p.stem for p in SCRIPTS] == [
         "basestore", "bulk_writers", "consolidation", "default_floor", "default_path", "ef_search",
         "embedding",
-        "first_run", "fit_second_stage", "hnsw_frontier", "latency", "load", "locomo",
-        "onnx_spin", "pool_size",
+        "first_run", "fit_second_stage", "hnsw_frontier", "knowledge_update", "latency", "load",
+        "locomo", "onnx_spin", "pool_size",
         "probe",
-        "replica", "scale_out", "time_probe",
+        "replica", "restatement_probe", "scale_out", "time_probe", "write_cost",
     ]  # fmt: skip
 
 

@@ -20,13 +20,16 @@ __all__ = [
     "MEMORY_COLUMNS",
     "add_memory",
     "conversation_recent",
+    "count_repeat",
     "delete_memory",
     "forget_before",
     "forget_over_cap",
     "forget_user_rows",
     "get_memory",
+    "memories_by_ids",
     "memories_page",
     "recent_memories",
+    "restatements_of",
     "user_plan",
     "user_summaries",
     "users_over_cap",
@@ -117,6 +120,31 @@ async def conversation_recent(
 async def get_memory(conn: AsyncConnection[Any], user_id: str, memory_id: UUID) -> MemoryRow | None:
     """One of the user's memories by id, or None."""
     return await fetch_one(conn, "get_memory", {"user_id": user_id, "id": memory_id}, MemoryRow)
+
+
+async def count_repeat(
+    conn: AsyncConnection[Any], user_id: str, memory_id: UUID, seen_at: datetime
+) -> MemoryRow | None:
+    """Count one repeat of a memory, seen at `seen_at`, in its metadata; the memory as it is
+    now, or None when it is gone."""
+    params = {"user_id": user_id, "id": memory_id, "seen_at": seen_at.isoformat()}
+    return await fetch_one(conn, "count_repeat", params, MemoryRow)
+
+
+async def memories_by_ids(
+    conn: AsyncConnection[Any], user_id: str, ids: list[UUID]
+) -> list[MemoryRow]:
+    """The user's memories among `ids`, oldest first (ids not found are left out)."""
+    return await fetch_all(conn, "memories_by_ids", {"user_id": user_id, "ids": ids}, MemoryRow)
+
+
+async def restatements_of(
+    conn: AsyncConnection[Any], user_id: str, memory_id: UUID, limit: int
+) -> list[MemoryRow]:
+    """The user's memories whose provenance says their reply quoted `memory_id`, oldest
+    first, at most `limit`."""
+    params = {"user_id": user_id, "id": str(memory_id), "limit": limit}
+    return await fetch_all(conn, "restatements_of", params, MemoryRow)
 
 
 async def delete_memory(conn: AsyncConnection[Any], user_id: str, memory_id: UUID) -> bool:

@@ -203,6 +203,42 @@ SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kin
 FROM recall.memories
 WHERE user_id = %(user_id)s AND id = %(id)s;
 
+-- name: count_repeat
+-- A turn that repeats this memory almost word for word was written (issue 37): count it and
+-- when it was seen, under the metadata key "recall" (recall.search.provenance), instead of
+-- storing a second copy. A value there that is not what this writes is replaced.
+UPDATE recall.memories
+SET metadata = metadata || jsonb_build_object('recall',
+    CASE WHEN jsonb_typeof(metadata -> 'recall') = 'object' THEN metadata -> 'recall'
+         ELSE '{}'::jsonb END
+    || jsonb_build_object(
+        'repeats',
+        CASE WHEN jsonb_typeof(metadata #> '{recall,repeats}') = 'number'
+             THEN floor((metadata #>> '{recall,repeats}')::numeric)::bigint ELSE 0 END + 1,
+        'last_seen', %(seen_at)s::text))
+WHERE user_id = %(user_id)s AND id = %(id)s
+RETURNING id, conversation_id, user_message, ai_response, created_at, metadata, kind,
+          NULL::float8 AS distance, NULL::float8 AS bm25;
+
+-- name: memories_by_ids
+-- Some of a user's memories by id (a memory's sources, for the inspector), oldest first.
+SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
+       NULL::float8 AS distance, NULL::float8 AS bm25
+FROM recall.memories
+WHERE user_id = %(user_id)s AND id = ANY(%(ids)s::uuid[])
+ORDER BY created_at, id;
+
+-- name: restatements_of
+-- The memories of a user that restate one memory: their provenance (metadata "recall") lists
+-- it among what their reply quoted. A scan of the user's rows; the inspector asks for one
+-- memory at a time.
+SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
+       NULL::float8 AS distance, NULL::float8 AS bm25
+FROM recall.memories
+WHERE user_id = %(user_id)s AND metadata #> '{recall,quoted}' ? %(id)s::text
+ORDER BY created_at, id
+LIMIT %(limit)s;
+
 -- name: delete_memory
 DELETE FROM recall.memories WHERE user_id = %(user_id)s AND id = %(id)s;
 

@@ -26,6 +26,7 @@ from recall.metrics import outcome_of
 from recall.nodes.retrieve import Node
 from recall.nodes.turn_writer import TurnWriter
 from recall.outbox import Outbox
+from recall.search.provenance import provenance_of
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
@@ -49,7 +50,9 @@ def create_store_memories_node(
     messages are not stored while `filter_system_messages` is on (the default); with it off,
     each non-empty SystemMessage after the latest HumanMessage (system-generated content of
     this turn) is stored too, as a memory of kind "note" with an empty reply and metadata
-    `{"source": "system_message"}`; an error response (see
+    `{"source": "system_message"}`; with the turn go the ids of the memories retrieved for
+    it (state's `retrieved_memories`) and which of them the reply quotes
+    (`recall.search.provenance`, docs/retrieval.md); an error response (see
     `recall.messages.is_error_response`) is skipped when `filter_error_responses` is on;
     texts are cut to `max_message_length` by the store. The conversation id is the thread
     id; the user comes from the auth config.
@@ -108,12 +111,14 @@ def create_store_memories_node(
                 log.info("memory.write.skip", reason="error_response")
                 return
             now = datetime.now(UTC)
+            reply = message_text(ai.content)
             outcome = await turn_writer.submit(
                 user_id,
                 user_text,
-                message_text(ai.content),
+                reply,
                 conversation_id=thread_id(config),
                 created_at=now,
+                provenance=provenance_of(user_text, reply, _retrieved(state)),
             )
             log.info("memory.write.done", outcome=outcome)
             if not cfg.filter_system_messages:
@@ -136,6 +141,13 @@ def create_store_memories_node(
             log.error("memory.write.error", kind=outcome_of(exc), error=str(exc))
 
     return store_memories
+
+
+def _retrieved(state: Any) -> list[Mapping[str, Any]]:
+    """The memories the retrieval node put into state for this turn (none when absent or not
+    a list)."""
+    found = state.get("retrieved_memories") if isinstance(state, Mapping) else None
+    return [m for m in found if isinstance(m, Mapping)] if isinstance(found, list) else []
 
 
 _default_store: Node | None = None

@@ -21,6 +21,7 @@ from recall.errors import InvalidInputError
 from recall.memory import Turn, make_turn
 from recall.metrics import outcome_of
 from recall.outbox import Outbox
+from recall.search.provenance import Provenance, with_provenance
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider
 
@@ -78,9 +79,10 @@ class TurnWriter:
         created_at: datetime,
         metadata: dict[str, Any] | None = None,
         kind: str = "turn",
+        provenance: Provenance | None = None,
     ) -> WriteOutcome:
-        """Queue the turn durably, then try to store it within `wait_s` (`kind` as in
-        `MemoryStore.add_turn`).
+        """Queue the turn durably, then try to store it within `wait_s` (`kind` and
+        `provenance` as in `MemoryStore.add_turn`).
 
         Returns:
             "stored" when the database has it, "queued" when it will be written later.
@@ -113,11 +115,13 @@ class TurnWriter:
             "created_at": created_at.isoformat(),
             "metadata": checked.metadata,
             "kind": checked.kind,
+            "provenance": None if provenance is None else provenance.as_dict(),
         }
         queue_id = await self.outbox.put(checked.user_id, turn)
         # the first attempt hands the checked turn to the store that gave the limits (checked
         # once); a turn read back from the queue is checked by the store again (the file
         # outlives this process and its settings)
+        checked = with_provenance(checked, provenance)
         first = (checked_by, checked) if checked_by is not None else None
         attempt = self._spawn(self._write(queue_id, turn, first))
         left = max(0.0, self._wait_s - (loop.time() - started))

@@ -24,6 +24,7 @@ from recall.errors import InvalidInputError, RecallError
 from recall.memory import Memory
 from recall.metrics import METRICS
 from recall.outbox import existing_outboxes
+from recall.search.provenance import KEY, Provenance, repeats_of
 from recall.server.auth import user_for
 from recall.store import MemoryStore
 from recall.store.shared import get_default_store
@@ -66,6 +67,9 @@ def _authenticated(handler: Handler) -> Callable[[Request], Awaitable[Response]]
 
 
 def _memory(m: Memory) -> dict[str, Any]:
+    provenance = Provenance.of(m.metadata)
+    recorded = m.metadata.get(KEY)
+    last_seen = recorded.get("last_seen") if isinstance(recorded, dict) else None
     return {
         "id": m.id,
         "created_at": m.created_at.isoformat(),
@@ -76,7 +80,30 @@ def _memory(m: Memory) -> dict[str, Any]:
         "score": m.score,
         "similarity": m.similarity,
         "explanation": m.explanation,
+        # provenance (docs/inspector.md): how many memories this turn restates, how often a
+        # near-copy of it was written again and when last
+        "restates": len(provenance.quoted) if provenance and provenance.is_restatement else 0,
+        "repeats": repeats_of(m.metadata),
+        "last_seen": last_seen,
     }
+
+
+async def links(request: Request, user: str, store: MemoryStore) -> Response:
+    """One of the user's memories with the memories retrieved for its turn (`sources`, with
+    `quoted` naming those its reply quoted) and the memories that restate it (404 when it is
+    not one of theirs)."""
+    found = await store.links(user, request.path_params["memory_id"])
+    if found is None:
+        return _error(404, "no such memory")
+    provenance = Provenance.of(found.memory.metadata)
+    return JSONResponse(
+        {
+            "memory": _memory(found.memory),
+            "sources": [_memory(m) for m in found.sources],
+            "quoted": list(provenance.quoted) if provenance else [],
+            "restatements": [_memory(m) for m in found.restatements],
+        }
+    )
 
 
 def _int(request: Request, name: str, default: int, high: int) -> int:
@@ -228,6 +255,7 @@ def routes() -> list[Route]:
         Route("/recall/api/me", _authenticated(me)),
         Route("/recall/api/memories", _authenticated(memories)),
         Route("/recall/api/memories/{memory_id}", _authenticated(delete), methods=["DELETE"]),
+        Route("/recall/api/memories/{memory_id}/links", _authenticated(links)),
         Route("/recall/api/search", _authenticated(search)),
         Route("/recall/api/forget", _authenticated(forget), methods=["POST"]),
         Route("/recall/api/summaries", _authenticated(summaries)),

@@ -4,26 +4,53 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
 import structlog
 
-from recall.db.memories import get_memory, memories_page, recent_memories, user_summaries
+from recall.db.memories import (
+    get_memory,
+    memories_by_ids,
+    memories_page,
+    recent_memories,
+    restatements_of,
+    user_summaries,
+)
 from recall.db.rows import ConversationSummary
 from recall.errors import InvalidInputError
 from recall.memory import KINDS, Memory, clean_id
+from recall.search.provenance import Provenance
 from recall.search.ranking import row_memory
 from recall.store.base import StoreBase
 from recall.store.checks import check_limit, memory_key
 
-__all__ = ["Reads"]
+__all__ = ["MemoryLinks", "Reads"]
+
+MAX_RESTATEMENTS = 100  # restatements listed at most, oldest first
 
 log = structlog.stdlib.get_logger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryLinks:
+    """A memory's provenance (`MemoryStore.links`).
+
+    Attributes:
+        memory: the memory.
+        sources: the memories retrieved for its turn that are still stored, oldest first
+            (its metadata lists which its reply quoted).
+        restatements: the memories whose reply quoted it, oldest first (at most 100).
+    """
+
+    memory: Memory
+    sources: list[Memory]
+    restatements: list[Memory]
+
+
 class Reads(StoreBase):
-    """`MemoryStore.recent`, `page`, `export`, `get` and `summaries`."""
+    """`MemoryStore.recent`, `page`, `export`, `get`, `links` and `summaries`."""
 
     async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None).
@@ -123,3 +150,27 @@ class Reads(StoreBase):
         async with self._conn("get", read=True, user=uid) as conn:
             row = await get_memory(conn, uid, mid)
         return None if row is None else row_memory(row)
+
+    async def links(self, user_id: str, memory_id: str) -> MemoryLinks | None:
+        """One of the user's memories with its sources and restatements
+        (`recall.search.provenance`), or None (also for another user's id).
+
+        Raises:
+            InvalidInputError, StoreError.
+        """
+        uid, mid = memory_key(user_id, memory_id)
+        if mid is None:
+            return None
+        async with self._conn("links", read=True, user=uid) as conn:
+            row = await get_memory(conn, uid, mid)
+            if row is None:
+                return None
+            provenance = Provenance.of(row.metadata)
+            ids = [UUID(i) for i in provenance.sources] if provenance is not None else []
+            sources = await memories_by_ids(conn, uid, ids) if ids else []
+            restating = await restatements_of(conn, uid, mid, MAX_RESTATEMENTS)
+        return MemoryLinks(
+            memory=row_memory(row),
+            sources=[row_memory(r) for r in sources],
+            restatements=[row_memory(r) for r in restating],
+        )

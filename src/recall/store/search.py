@@ -4,6 +4,8 @@ HNSW index; cached per user), and keyword search by BM25."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
 from itertools import islice
 from typing import Any
 from uuid import UUID
@@ -21,6 +23,7 @@ from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble
 from recall.search.echo import is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text, parse_keywords
 from recall.search.ranking import cosine, fuse, row_memory
+from recall.search.restatements import Candidate, arrange
 from recall.search.second_stage import SecondStage
 from recall.store.base import Plan
 from recall.store.checks import check_limit, check_threshold
@@ -145,7 +148,10 @@ class Search(Maintenance):
         if mode == "semantic":
             rows = await self._vector_search(uid, vector, fetch, 1.0 - threshold)
             rows = _answered(rows)
-            return [row_memory(r, score=cosine(r.distance)) for r in rows[:limit]]
+            sims = [cosine(r.distance) or 0.0 for r in rows]
+            order = list(range(len(rows)))
+            picked = self._arranged(text, rows, order, sims, sims, threshold, limit)
+            return [row_memory(rows[i], score=score) for i, score in picked]
         if self.second_stage is not None:
             return await self._second_stage(
                 self.second_stage, uid, text, vector, limit, threshold, explain=explain, terms=terms
@@ -162,7 +168,34 @@ class Search(Maintenance):
         vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
         # echoes leave before fusion: its rank features compare each candidate with the best
         fused = fuse(_answered(vec_rows), _answered(kw_rows), self.fusion)
-        return [m for m, score in fused if score >= threshold][:limit]
+        found = [m for m, _score in fused]
+        scores = [score for _m, score in fused]
+        sims = [m.similarity or 0.0 for m in found]
+        picked = self._arranged(text, found, range(len(found)), scores, sims, threshold, limit)
+        return [replace(found[i], score=score) for i, score in picked]
+
+    def _arranged(
+        self,
+        text: str,
+        rows: Sequence[Candidate],
+        order: Sequence[int],
+        scores: Sequence[float],
+        nearness: Sequence[float],
+        threshold: float,
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """The candidates that fill the limit, as (index, score): with `settings.sources_first`
+        a source before its restatements, one slot per fact and the newest statement on a
+        slot first (`recall.search.restatements`); else the first `limit` at or over the
+        threshold."""
+        if self.settings.sources_first:
+            return arrange(text, rows, order, scores, nearness, threshold, limit)
+        picked: list[tuple[int, float]] = []
+        for i in order[:limit]:
+            if scores[i] < threshold:
+                break
+            picked.append((i, scores[i]))
+        return picked
 
     async def _second_stage(
         self,
@@ -182,11 +215,10 @@ class Search(Maintenance):
         if not rows:
             return []
         scored = stage.score(text, np.asarray(vector, dtype=np.float64), rows, near)
+        near_q = [cosine(r.distance) or 0.0 for r in rows]
+        picked = self._arranged(text, rows, scored.order, scored.scores, near_q, threshold, limit)
         out = []
-        for i in scored.order[:limit]:
-            score = scored.scores[i]
-            if score < threshold:
-                break
+        for i, score in picked:
             why = scored.explain(stage, i).as_dict() if explain else None
             out.append(row_memory(rows[i], score, why))
         return out

@@ -10,14 +10,15 @@ import structlog
 from recall.db.memories import add_memory
 from recall.errors import StoreError
 from recall.memory import Memory, Turn
-from recall.store.base import StoreBase
+from recall.search.provenance import Provenance, with_provenance
+from recall.store.repeats import Repeats
 
 __all__ = ["Writes"]
 
 log = structlog.stdlib.get_logger(__name__)
 
 
-class Writes(StoreBase):
+class Writes(Repeats):
     """`MemoryStore.add_turn` and `add_checked_turn`."""
 
     async def add_turn(
@@ -30,13 +31,18 @@ class Writes(StoreBase):
         created_at: Any = None,
         metadata: Mapping[str, Any] | None = None,
         kind: str = "turn",
+        provenance: Provenance | Mapping[str, Any] | None = None,
     ) -> Memory:
-        """Store one user/AI turn pair and return it; the same turn twice is stored once.
+        """Store one user/AI turn pair and return it; the same turn twice is stored once, and
+        a turn that repeats a stored memory of the user almost word for word is counted on it
+        and not stored again (`settings.link_repeated_turns`; the stored memory is returned).
 
         Texts are cleaned as `recall.memory.clean_text` documents (NUL removed, lone surrogates
         replaced, cut to `max_message_length`, a summary's to at least
         `recall.memory.MAX_SUMMARY_LENGTH`). `kind` "note" stores a text of its own (its
         `ai_response` may be empty), as notes import and the writer's system messages do.
+        `provenance` (what the writer node retrieved for the turn, `recall.search.provenance`)
+        is stored in its metadata under "recall", outside the `max_metadata_bytes` limit.
 
         Raises:
             InvalidInputError: a field is unusable; nothing is stored.
@@ -52,7 +58,9 @@ class Writes(StoreBase):
             metadata=metadata,
             kind=kind,
         )
-        return await self.add_checked_turn(turn)
+        if provenance is not None and not isinstance(provenance, Provenance):
+            provenance = Provenance.from_dict(provenance)
+        return await self.add_checked_turn(with_provenance(turn, provenance))
 
     async def add_checked_turn(self, turn: Turn) -> Memory:
         """Store a turn already checked with this store's limits and return it, as `add_turn`
@@ -65,6 +73,11 @@ class Writes(StoreBase):
             StoreError: the database failed; nothing is stored.
         """
         [vector] = await self.embedder.embed_documents([turn.text])
+        if self.settings.link_repeated_turns:
+            repeated = await self._repeat_of(turn, vector)
+            if repeated is not None:
+                self._note_added(turn.user_id, 0)
+                return repeated
         # recall.add_memory sets the row-level security key itself (migration 0009): one
         # round trip, one transaction
         async with self._conn("add_turn", fence=(turn.user_id,)) as conn:

@@ -54,6 +54,9 @@ function memoryItem(m) {
     meta.append(el("span", "verdict", "kept out by the threshold"));
   }
   if (m.explanation) li.append(whyItem(m.explanation));
+  if (m.restates) meta.append(el("span", "restates", `restates ${m.restates} memor${m.restates === 1 ? "y" : "ies"}`));
+  if (m.repeats) meta.append(el("span", "repeats", `repeated ${m.repeats}×, last ${when(m.last_seen)}`));
+  li.append(linksItem(m.id));
   const remove = el("button", "delete", "Delete");
   remove.type = "button";
   remove.dataset.testid = "delete";
@@ -61,6 +64,30 @@ function memoryItem(m) {
   remove.addEventListener("click", () => deleteMemory(m.id, li));
   li.append(remove);
   return li;
+}
+
+// Where a memory came from (the memories retrieved for its turn) and the turns that restate
+// it, read when the box is opened.
+function linksItem(id) {
+  const box = el("details", "links");
+  box.dataset.testid = "links";
+  box.append(el("summary", null, "sources and restatements"));
+  box.addEventListener("toggle", async () => {
+    if (!box.open || box.dataset.loaded) return;
+    box.dataset.loaded = "1";
+    try {
+      const body = await api(`/recall/api/memories/${encodeURIComponent(id)}/links`);
+      const list = (title, items) => {
+        const p = el("p", null, `${title}: ${items.length ? "" : "none"}`);
+        for (const s of items) p.append(el("q", null, s.user_message), " ");
+        return p;
+      };
+      box.append(list("retrieved for it", body.sources), list("restated by", body.restatements));
+    } catch (error) {
+      box.append(el("p", "error", error.message));
+    }
+  });
+  return box;
 }
 
 // Why a memory came (or was kept out): the gate's verdict on the message and the largest

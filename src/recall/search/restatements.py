@@ -1,0 +1,161 @@
+"""After ranking: a source before its restatements, one slot per fact, the newest statement on a
+slot first (issue 37, decision 0029).
+
+A small post-step over the ranked candidates, kept out of the second stage: it changes which
+of the candidates fill the limit's slots, never their scores' meaning.
+
+1. A restatement (a turn that only repeats memories its reply quoted,
+   `recall.search.provenance`) gives its slot to the one of its sources among the candidates
+   that the query is about (a restatement often repeats several memories): the one whose
+   statement shares the most content words with the query, then the nearest by cosine; even
+   one the gate left below the threshold: the restatement was
+   relevant only by what it restates. Its source takes the restatement's score when that is
+   higher.
+2. One slot per fact: a restatement whose source is shown, or which restates what another
+   shown restatement does, is left out. A turn that quotes a source but adds something of its
+   own is not a restatement and keeps its slot.
+3. Changed facts: before a statement of the user's, the newest of the candidates that makes a
+   statement on the same slot (`recall.search.slots`: "i drive a", "i live in") and is not a
+   restatement comes first, when it is about the same thing: at least as near the query
+   (cosine) as the older one, or, when the query names the slot (one of its content words,
+   "drive", "live", "favourite band", is the query's), no more than `NEAR_MARGIN` less near.
+   The older one follows it. Sharing a frame of conversation ("I'm looking for", "I started")
+   is not enough.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from recall.search.echo import is_question, terms
+from recall.search.provenance import Provenance, said
+from recall.search.slots import slots
+
+__all__ = ["NEAR_MARGIN", "Candidate", "arrange"]
+
+NEAR_MARGIN = 0.1
+"""A newer statement on a slot the query names goes first when its cosine to the query is at
+most this much below the older one's (else it must be at least as near). Set after reading
+LongMemEval dev's reorders and the probe (docs/decisions/0029-provenance.md)."""
+
+
+class Candidate(Protocol):
+    """What the post-step reads of a ranked candidate (a `CandidateRow`, `MemoryRow` or
+    `Memory`)."""
+
+    @property
+    def id(self) -> Any: ...  # a UUID or its text
+    @property
+    def user_message(self) -> str: ...
+    @property
+    def ai_response(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+
+
+def _statement_slots(row: Candidate, provenance: Provenance | None) -> frozenset[str]:
+    """The slots of a user's own statement; none for a question or a restatement."""
+    if provenance is not None and provenance.is_restatement:
+        return frozenset()
+    if is_question(row.user_message):
+        return frozenset()
+    return slots(row.user_message)
+
+
+def arrange(
+    query: str,
+    rows: Sequence[Candidate],
+    order: Sequence[int],
+    scores: Sequence[float],
+    nearness: Sequence[float],
+    threshold: float,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The memories to show, as (index into `rows`, score), best first.
+
+    Args:
+        query: the message searched for.
+        rows: the candidates.
+        order: indexes into `rows`, best first (all the candidates, not only those over the
+            threshold: a source or a newer statement may come from below it).
+        scores: each row's score, by index.
+        nearness: each row's cosine similarity to the query, by index.
+        threshold: a slot is opened only by a candidate scoring at least this.
+        limit: slots at most.
+    """
+    provenance = [Provenance.of(r.metadata) for r in rows]
+    rank = {i: n for n, i in enumerate(order)}
+
+    asked = terms(query)
+
+    def nearest(i: int) -> tuple[int, float, int]:
+        """The most content words shared with the query first, then the nearest by cosine,
+        then by rank."""
+        shared = len(asked & terms(said(rows[i].user_message, rows[i].ai_response)))
+        return (-shared, -nearness[i], rank[i])
+
+    by_id = {str(rows[i].id): i for i in order}
+    statement = [_statement_slots(r, p) for r, p in zip(rows, provenance, strict=True)]
+    out: list[tuple[int, float]] = []
+    shown: set[int] = set()
+    restated: set[str] = set()  # the facts (source ids) a shown memory stands for
+
+    def newest_on_slot(i: int) -> int | None:
+        """The newest candidate stating something on one of `i`'s slots and about the same
+        thing (module docstring, 3.), if newer than it."""
+        if not statement[i]:
+            return None
+        asked_slots = {s for s in statement[i] if terms(s) & asked}
+        best: int | None = None
+        for j in order:
+            shared = statement[j] & statement[i]
+            if j == i or not shared:
+                continue
+            # the query names the slot and j is about as near it, or j is nearer than i
+            if not (
+                (shared & asked_slots and nearness[j] >= nearness[i] - NEAR_MARGIN)
+                or nearness[j] >= nearness[i]
+            ):
+                continue
+            if rows[j].created_at > rows[best if best is not None else i].created_at:
+                best = j
+        return best
+
+    def show(i: int, score: float) -> None:
+        if i in shown or len(out) >= limit:
+            return
+        out.append((i, max(score, scores[i])))
+        shown.add(i)
+        restated.add(str(rows[i].id))
+        p = provenance[i]
+        if p is not None and p.is_restatement:
+            restated.update(p.quoted)
+
+    for i in order:
+        score = scores[i]
+        if score < threshold or len(out) >= limit:
+            break
+        head = i
+        p = provenance[i]
+        if p is not None and p.is_restatement:
+            if any(q in restated for q in p.quoted):
+                continue  # its fact already has a slot
+            present = [by_id[q] for q in p.quoted if q in by_id]
+            # a source that is itself a restatement leads on to its own source
+            for _ in range(3):
+                if not present:
+                    break
+                head = min(present, key=nearest)
+                hp = provenance[head]
+                if hp is None or not hp.is_restatement:
+                    break
+                present = [by_id[q] for q in hp.quoted if q in by_id and by_id[q] != head]
+        newer = newest_on_slot(head)
+        if newer is not None:
+            show(newer, score)
+        show(head, score)
+    return out

@@ -1,0 +1,166 @@
+"""Issue 37 on a real database: the writer records what was retrieved for a turn, a repeated
+turn is counted instead of stored, and a search shows a source before its restatements."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from recall.config import Settings
+from recall.memory import Memory
+from recall.nodes import create_store_memories_node
+from recall.search.provenance import KEY, Provenance, repeats_of
+from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
+
+FACT = "I drive a Toyota Prius to work every day."
+QUESTION = "What car do I drive?"
+RESTATED = "You drive a Toyota Prius to work every day."
+
+
+def cfg(user: str, thread: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread, "langgraph_auth_user": user}}
+
+
+def retrieved(m: Memory) -> dict[str, Any]:
+    return {"id": m.id, "user_message": m.user_message, "ai_response": m.ai_response}
+
+
+@pytest.fixture
+async def plain_store(settings: Settings) -> AsyncIterator[MemoryStore]:
+    """A store with issue 37 off: today's ranking and writes."""
+    off = dataclasses.replace(settings, sources_first=False, link_repeated_turns=False)
+    async with MemoryStore.connect(off, embeddings=FakeEmbeddings(64)) as s:
+        yield s
+
+
+async def test_the_writer_records_what_was_retrieved_and_quoted(
+    store: MemoryStore, user: str, tmp_path: Path
+) -> None:
+    fact = await store.add_turn(user, FACT, "Noted.")
+    other = await store.add_turn(user, "I live in Portland.", "Noted.")
+    node = create_store_memories_node(store, queue_path=tmp_path / "q.sqlite3", wait_s=10.0)
+    state = {
+        "messages": [HumanMessage(QUESTION), AIMessage(RESTATED)],
+        "retrieved_memories": [retrieved(fact), retrieved(other)],
+    }
+    await node(state, cfg(user, "t2"))
+    [newest, *_] = await store.recent(user, 1)
+    assert newest.user_message == QUESTION
+    provenance = Provenance.of(newest.metadata)
+    assert provenance == Provenance((fact.id, other.id), (fact.id,), True)
+
+
+async def test_a_turn_without_retrieved_memories_has_no_provenance(
+    store: MemoryStore, user: str, tmp_path: Path
+) -> None:
+    node = create_store_memories_node(store, queue_path=tmp_path / "q.sqlite3", wait_s=10.0)
+    await node({"messages": [HumanMessage(FACT), AIMessage("Noted.")]}, cfg(user, "t1"))
+    [stored] = await store.recent(user, 5)
+    assert KEY not in stored.metadata
+
+
+async def test_a_queued_turn_keeps_its_provenance(store: MemoryStore, user: str) -> None:
+    fact = await store.add_turn(user, FACT, "Noted.")
+    # the drainer writes a queued turn as its queue entry says, provenance as a dict
+    p = Provenance((fact.id,), (fact.id,), True)
+    await store.add_turn(user, QUESTION, RESTATED, conversation_id="t2", provenance=p.as_dict())
+    [newest, *_] = await store.recent(user, 1)
+    assert Provenance.of(newest.metadata) == p
+
+
+async def test_a_repeated_turn_is_counted_on_the_memory_it_repeats(
+    store: MemoryStore, user: str
+) -> None:
+    first = await store.add_turn(user, FACT, "Noted.", conversation_id="a")
+    again = await store.add_turn(user, FACT, "Noted.", conversation_id="b")
+    third = await store.add_turn(user, FACT, "Noted.", conversation_id="c")
+    assert again.id == first.id == third.id
+    [stored] = await store.recent(user, 5)
+    assert repeats_of(stored.metadata) == 2
+    assert stored.metadata[KEY]["last_seen"]
+    # the same turn again (a retry: same conversation, same texts) is not a repeat
+    await store.add_turn(user, FACT, "Noted.", conversation_id="a")
+    [stored] = await store.recent(user, 5)
+    assert repeats_of(stored.metadata) == 2
+
+
+async def test_a_turn_that_adds_a_word_is_stored(store: MemoryStore, user: str) -> None:
+    await store.add_turn(user, FACT, "Noted.", conversation_id="a")
+    await store.add_turn(user, FACT, "Noted, a hybrid.", conversation_id="b")
+    await store.add_turn(user, "I do not drive a Toyota Prius to work every day.", "Noted.")
+    assert len(await store.recent(user, 5)) == 3
+
+
+async def test_a_repeat_replaces_what_is_not_provenance_under_its_key(
+    store: MemoryStore, user: str
+) -> None:
+    await store.add_turn(user, FACT, "Noted.", conversation_id="a", metadata={KEY: "mine"})
+    await store.add_turn(user, FACT, "Noted.", conversation_id="b")
+    [stored] = await store.recent(user, 5)
+    assert repeats_of(stored.metadata) == 1
+
+
+async def test_linking_repeats_can_be_turned_off(plain_store: MemoryStore, user: str) -> None:
+    await plain_store.add_turn(user, FACT, "Noted.", conversation_id="a")
+    await plain_store.add_turn(user, FACT, "Noted.", conversation_id="b")
+    assert len(await plain_store.recent(user, 5)) == 2
+
+
+async def test_a_repeat_of_a_deleted_memory_is_stored(store: MemoryStore, user: str) -> None:
+    first = await store.add_turn(user, FACT, "Noted.", conversation_id="a")
+    assert await store.delete(user, first.id)
+    again = await store.add_turn(user, FACT, "Noted.", conversation_id="b")
+    assert again.id != first.id
+    assert [m.id for m in await store.recent(user, 5)] == [again.id]
+
+
+async def _restated(store: MemoryStore, user: str) -> tuple[Memory, list[Memory]]:
+    fact = await store.add_turn(user, FACT, "Noted.", conversation_id="t1")
+    restatements = []
+    for n in range(3):
+        p = Provenance((fact.id,), (fact.id,), True)
+        restatements.append(
+            await store.add_turn(
+                user, QUESTION, f"{RESTATED} ({n})", conversation_id=f"t{n + 2}", provenance=p
+            )
+        )
+    return fact, restatements
+
+
+async def test_a_search_shows_the_source_once_before_its_restatements(
+    store: MemoryStore, plain_store: MemoryStore, user: str
+) -> None:
+    fact, restatements = await _restated(store, user)
+    found = await store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
+    ids = [m.id for m in found]
+    assert ids[0] == fact.id
+    assert not set(ids) & {r.id for r in restatements}
+    # today's order: the restatements, which echo the question, fill the slots
+    before = await plain_store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
+    assert {m.id for m in before} & {r.id for r in restatements}
+
+
+async def test_the_newest_statement_on_a_slot_comes_first(store: MemoryStore, user: str) -> None:
+    fact, _restatements = await _restated(store, user)
+    new = await store.add_turn(user, "I sold the Prius, I drive a Tesla now.", "Noted.")
+    found = await store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
+    ids = [m.id for m in found]
+    assert ids[:2] == [new.id, fact.id]
+
+
+async def test_links_show_a_memorys_sources_and_restatements(store: MemoryStore, user: str) -> None:
+    fact, restatements = await _restated(store, user)
+    links = await store.links(user, fact.id)
+    assert links is not None
+    assert [m.id for m in links.restatements] == [r.id for r in restatements]
+    assert links.sources == []
+    back = await store.links(user, restatements[0].id)
+    assert back is not None and [m.id for m in back.sources] == [fact.id]
+    assert await store.links("someone-else", fact.id) is None
