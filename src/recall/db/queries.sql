@@ -166,6 +166,16 @@ SELECT * FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, %(scope)s
 -- neighbours. One call that sets the row-level security key itself.
 SELECT * FROM recall.search_details(%(user_id)s, %(query)s, %(limit)s, %(ids)s);
 
+-- name: search_scoped
+-- A large user's second-stage candidates in one call (migration 0021): their %(scope)s nearest
+-- memories (their own HNSW index when %(indexed)s, else exact), the keyword side over those, and
+-- the details of the first %(near)s of them and of the best %(best)s by BM25. One call that sets
+-- the row-level security key itself.
+SELECT * FROM recall.search_scoped(
+    %(user_id)s, %(query)s, %(scope)s, %(candidates)s, %(indexed)s, %(tsquery)s, %(words)s,
+    %(near)s, %(best)s
+);
+
 -- name: recent
 SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,
        NULL::float8 AS distance, NULL::float8 AS bm25

@@ -13,11 +13,11 @@ from psycopg import AsyncConnection
 
 from recall.config import RETRIEVAL_MODES, RetrievalMode
 from recall.db.memories import user_plan
-from recall.db.search import detail_rows, keyword_rows, term_rows, vector_rows
+from recall.db.search import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, MemoryRow, clean_id, clean_text
-from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble
+from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
 from recall.search.echo import is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text, parse_keywords
 from recall.search.ranking import cosine, fuse, row_memory
@@ -215,7 +215,13 @@ class Search(Maintenance):
         """
         plan = await self._plan_of(user_id)
         keywords = keywords_from_text(query_text)
-        if plan.memories > SCOPE_FROM:  # BM25 over the nearest: the vector side first
+        scoped = None
+        if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
+            scoped = await self._scoped(user_id, query_vector, plan, keywords, k)
+        if scoped is not None:
+            terms, details, near = scoped
+            unanswered = _unanswered_ids(details)
+        elif plan.memories > SCOPE_FROM:  # the same in three calls
             nearest = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
             terms = await self._terms(user_id, keywords, [r.id for r in nearest])
             # the first k answered ones (judged until k are found, not all SCOPE of them)
@@ -236,6 +242,36 @@ class Search(Maintenance):
         rows = assemble(terms, _pick(terms, details, near, k, unanswered))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in near if i in position]
+
+    async def _scoped(
+        self, user_id: str, vector: Vector, plan: Plan, keywords: KeywordQuery, k: int
+    ) -> tuple[list[TermRow], list[DetailRow], list[UUID]] | None:
+        """A large user's keyword side, the candidates' details and the first `k` answered
+        memories of their `SCOPE` nearest (ids), from one call (`recall.search_scoped`): it
+        brings the details of the first `k + ECHO_SLACK` nearest, and the unanswered questions
+        among them are judged here. None when fewer than `k` of those are answered and the
+        scope holds more: then the three calls of before find the rest."""
+        fetch = k + ECHO_SLACK
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            rows = await scoped_rows(
+                conn,
+                user_id=user_id,
+                vector=vector,
+                scope=SCOPE,
+                index=plan.hnsw_index,
+                ef_search=self.settings.hnsw_ef_search,
+                keywords=keywords,
+                near=fetch,
+                best=fetch,
+            )
+        terms, details, nearest = split_scoped(rows)
+        by_id = {d.id: d for d in details}
+        answered = [
+            i for i in nearest if not is_unanswered(by_id[i].user_message, by_id[i].ai_response)
+        ]
+        if len(answered) < k and len(nearest) == fetch:
+            return None
+        return terms, details, answered[:k]
 
     def _overlaps(self, user_id: str) -> bool:
         """Whether the keyword side can run while the query is embedded: the default mode has
