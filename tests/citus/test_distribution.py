@@ -53,6 +53,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         "recall.add_memory",
         "recall.insert_memory",  # migration 0018: add_memory calls it on the user's worker
         "recall.search_details",  # migration 0014
+        "recall.search_details",  # migration 0021: with or without the vectors
         "recall.search_exact",
         "recall.search_indexed",
         "recall.search_keyword",
@@ -72,7 +73,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         b" AND proname IN ('add_memory', 'search_details', 'search_exact', 'search_indexed',"
         b" 'search_keyword', 'search_scoped', 'search_terms')$$)",
     )
-    assert workers and all(w == (True, "7") for w in workers), workers
+    assert workers and all(w == (True, "8") for w in workers), workers
     # migration 0018: the one memory INSERT reached the workers, with its caller's rights
     inserts = await _rows(
         database_url,
@@ -225,6 +226,6 @@ async def test_a_cluster_distributed_before_0021_gets_the_scoped_call(
         url,
         b"SELECT count(*) FROM pg_dist_object WHERE classid = 'pg_proc'::regclass"
         b" AND objid = 'recall.search_scoped(text, vector, integer, integer, boolean, text,"
-        b" text[], integer, integer)'::regprocedure AND distribution_argument_index = 0",
+        b" text[], integer, integer, boolean)'::regprocedure AND distribution_argument_index = 0",
     )
     assert functions == [(1,)]

@@ -89,10 +89,12 @@ async def detail_rows(
     vector: Vector,
     limit: int,
     ids: list[UUID],
+    vectors: bool = True,
 ) -> list[DetailRow]:
     """The second stage's vector side (migration 0014): the user's `limit` nearest memories
-    (exact) and `ids`, with their vectors and conversation neighbours."""
-    params = {"user_id": user_id, "query": vector, "limit": limit, "ids": ids}
+    (exact) and `ids`, with their conversation neighbours and (when `vectors`) their vectors
+    (migration 0021)."""
+    params = {"user_id": user_id, "query": vector, "limit": limit, "ids": ids, "vectors": vectors}
     # binary: each candidate's vector arrives as floats, not as text to parse (~3 ms a search)
     return await fetch_all(conn, "search_details", params, DetailRow, binary=True)
 
@@ -108,10 +110,12 @@ async def scoped_rows(
     keywords: KeywordQuery,
     near: int,
     best: int,
+    vectors: bool = True,
 ) -> list[ScopedRow]:
     """A large user's second-stage candidates in one call (migration 0021): their `scope`
     nearest memories (their own HNSW index, or exact), the keyword side over those, and the
-    details of the first `near` of them and of their best `best` by BM25."""
+    details of the first `near` of them and of their best `best` by BM25 (with their vectors
+    when `vectors`)."""
     params = {
         "user_id": user_id,
         "query": vector,
@@ -122,5 +126,6 @@ async def scoped_rows(
         "words": keywords.words,
         "near": near,
         "best": best,
+        "vectors": vectors,
     }
     return await fetch_all(conn, "search_scoped", params, ScopedRow, binary=True)

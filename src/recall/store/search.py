@@ -178,7 +178,9 @@ class Search(Maintenance):
     ) -> list[Memory]:
         """The default ranking: the candidates (`candidates`), scored and gated in Python."""
         k = max(stage.candidates, limit)
-        rows, near = await self.candidates(uid, text, vector, k, terms=terms)
+        # the candidates' vectors only for a ranker that reads their products with the query's
+        vectors = stage.product_weights is not None
+        rows, near = await self.candidates(uid, text, vector, k, terms=terms, vectors=vectors)
         if not rows:
             return []
         scored = stage.score(text, np.asarray(vector, dtype=np.float64), rows, near)
@@ -199,6 +201,7 @@ class Search(Maintenance):
         k: int,
         *,
         terms: list[TermRow] | None = None,
+        vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query: the user's best `k` memories by cosine
         (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
@@ -209,6 +212,7 @@ class Search(Maintenance):
         Args:
             terms: the keyword side (`recall.search_terms` over all the user's memories),
                 when `search` fetched it while the query was being embedded.
+            vectors: fetch the candidates' vectors (`CandidateRow.embedding`; None without).
 
         Raises:
             StoreError.
@@ -217,7 +221,7 @@ class Search(Maintenance):
         keywords = keywords_from_text(query_text)
         scoped = None
         if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
-            scoped = await self._scoped(user_id, query_vector, plan, keywords, k)
+            scoped = await self._scoped(user_id, query_vector, plan, keywords, k, vectors)
         if scoped is not None:
             terms, details, near = scoped
             unanswered = _unanswered_ids(details)
@@ -227,13 +231,15 @@ class Search(Maintenance):
             # the first k answered ones (judged until k are found, not all SCOPE of them)
             answered = (r.id for r in nearest if not is_unanswered(r.user_message, r.ai_response))
             near = list(islice(answered, k))
-            details = await self._details(user_id, query_vector, 0, near + _best_by_bm25(terms, k))
+            details = await self._details(
+                user_id, query_vector, 0, near + _best_by_bm25(terms, k), vectors
+            )
             unanswered = _unanswered_ids(details)
         else:
             if terms is None:
                 terms = await self._terms(user_id, keywords, None)
             details = await self._details(
-                user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k)
+                user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k), vectors
             )
             unanswered = _unanswered_ids(details)
             # the exact nearest, as recall.search_exact orders them
@@ -244,7 +250,13 @@ class Search(Maintenance):
         return rows, [position[i] for i in near if i in position]
 
     async def _scoped(
-        self, user_id: str, vector: Vector, plan: Plan, keywords: KeywordQuery, k: int
+        self,
+        user_id: str,
+        vector: Vector,
+        plan: Plan,
+        keywords: KeywordQuery,
+        k: int,
+        vectors: bool = True,
     ) -> tuple[list[TermRow], list[DetailRow], list[UUID]] | None:
         """A large user's keyword side, the candidates' details and the first `k` answered
         memories of their `SCOPE` nearest (ids), from one call (`recall.search_scoped`): it
@@ -263,6 +275,7 @@ class Search(Maintenance):
                 keywords=keywords,
                 near=fetch,
                 best=fetch,
+                vectors=vectors,
             )
         terms, details, nearest = split_scoped(rows)
         by_id = {d.id: d for d in details}
@@ -294,10 +307,12 @@ class Search(Maintenance):
             return await term_rows(conn, user_id=user_id, keywords=keywords, scope=scope)
 
     async def _details(
-        self, user_id: str, vector: Vector, limit: int, ids: list[UUID]
+        self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool
     ) -> list[DetailRow]:
         async with self._conn("search", read=True, reader=user_id) as conn:
-            return await detail_rows(conn, user_id=user_id, vector=vector, limit=limit, ids=ids)
+            return await detail_rows(
+                conn, user_id=user_id, vector=vector, limit=limit, ids=ids, vectors=vectors
+            )
 
     async def keyword_search(
         self,
