@@ -25,7 +25,7 @@ from recall.db.pool import connect_once
 from recall.db.storeindex import EVERY_NAMESPACE, store_index_name
 
 from .items import Items
-from .timing import BLOCK, percentiles, rotated, timed, timed_interleaved
+from .timing import BLOCK, Call, percentiles, rotated, timed, timed_interleaved
 
 OURS, PEER = "RecallStore", "AsyncPostgresStore"
 COLD_NS = ("fresh", "kb")
@@ -81,7 +81,7 @@ async def put_costs(
     again without it."""
     out = []
     for phase in range(2):
-        texts = []
+        texts: list[str] = []
         for i in rng.choice(len(spare), size=count):
             text = f"put-{phase}-{len(texts)}"
             items.vectors_of[text] = spare[int(i)]
@@ -139,23 +139,24 @@ async def cold_window(
     window = ColdWindow(len(texts), load_s)
     ours = stores[OURS]
     assert isinstance(ours, RecallStore)
-    start, turn, at = time.perf_counter(), 0, 0
-    while time.perf_counter() - start < seconds:
+    began, turn, at = time.perf_counter(), 0, 0
+    while time.perf_counter() - began < seconds:
         block = [queries[(at + i) % len(queries)] for i in range(BLOCK)]
         at += BLOCK
         for system in rotated([OURS, PEER], turn):
-            since = time.perf_counter() - start
-            times, results = await timed(
-                [(lambda s=stores[system], q=q: s.asearch(COLD_NS, query=q, limit=K))
-                 for q, _ in block]
-            )  # fmt: skip
+            since = time.perf_counter() - began
+            times, results = await timed([_search(stores[system], q) for q, _ in block])
             for ms, res, (_, top) in zip(times, results, block, strict=True):
                 got = {r.key for r in res}
                 window.searches.setdefault(system, []).append((since, ms, len(got & top) / K))
         turn += 1
         if window.indexed_at is None and ours._planner.through(".".join(COLD_NS), len(rows[0])):
-            window.indexed_at = time.perf_counter() - start
+            window.indexed_at = time.perf_counter() - began
     return window
+
+
+def _search(store: BaseStore, query: str) -> Call:
+    return lambda: store.asearch(COLD_NS, query=query, limit=K)
 
 
 def put_rows(costs: Sequence[PutCosts]) -> list[list[object]]:
