@@ -33,7 +33,7 @@ from recall.config import Settings
 from recall.db.calibration import FLOOR, calibrate_index, record_breadth
 from recall.db.items import prefix_size
 from recall.db.rls import as_owner
-from recall.db.sql import fetch_value
+from recall.db.sql import fetch_value, run
 from recall.db.storeindex import (
     EVERY_NAMESPACE,
     Breadth,
@@ -252,6 +252,8 @@ class IndexPlanner:
     async def _build(self, ns: str, dims: int) -> None:
         try:
             async with self._pool.connection() as conn, as_owner(conn):
+                if ns != EVERY_NAMESPACE:  # a namespace that just grew: its exact scans first
+                    await run(conn, "store_analyze")
                 await build_store_index(
                     conn, ns, dims, m=self._m, ef_construction=self._ef_construction, wait=True
                 )

@@ -274,3 +274,9 @@ WHERE ns = %(ns)s AND dims = %(dims)s
 SELECT count(*) FROM (
     SELECT 1 FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s LIMIT %(cap)s
 ) AS own
+
+-- name: store_analyze
+-- fresh statistics before a namespace's index is built (as the owner): right after a bulk load
+-- the planner has none, and the exact scans that answer until the index is ready would join
+-- the new rows by nested loops (issue 38: 270 ms for 2,000 vectors, from 2 ms)
+ANALYZE recall.store_items, recall.store_vectors
