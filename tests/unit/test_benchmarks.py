@@ -58,7 +58,7 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
         "first_run", "fit_second_stage", "hnsw_frontier", "latency", "load", "locomo",
         "onnx_spin", "pool_size",
         "probe",
-        "replica", "scale_out", "time_probe",
+        "replica", "scale_out", "store_parts", "time_probe",
     ]  # fmt: skip
 
 
