@@ -1,14 +1,16 @@
 """How wide a RecallStore index must look (issue 38, decision 0030, migration 0020): the
-smallest `hnsw.ef_search` at which the index finds the exact nearest vectors of a sample of its
-own, recorded for the searches through it.
+smallest `hnsw.ef_search` at which the index finds the exact nearest vectors of probes drawn
+from its own vectors, recorded for the searches through it.
 
-A sample of the index's vectors (`SAMPLE`) serves as queries, each leaving itself (and its exact
-duplicates) out: the exact scan gives its true ten nearest, the index, at each breadth of
-`LADDER` in turn, its `CANDIDATES` nearest (as a search re-checks them), of which the ten
-nearest count. The first breadth whose mean recall@10 reaches `TARGET` is recorded, with the
-recall measured there and the index's size. A stored vector is an easier query than a question
-(it lies where the graph is dense), hence a target above the 0.99 searches must keep; an index
-that stays under `FLOOR` even at 1,000 is recorded as such, and searches keep the exact scan.
+A probe is the normalised midpoint of two random vectors the index holds (`SAMPLE` of them): a
+point where the index has no node, as a question is. A stored vector itself would be too easy:
+the graph's build computed its neighbours, so its own neighbours are found at any breadth (on
+real text, 0.995 on such probes left 0.985 on real questions). The exact scan gives each
+probe's true ten nearest; the index, at each breadth of `LADDER` in turn, its `CANDIDATES`
+nearest (as a search re-checks them), of which the ten nearest count. The first breadth whose
+mean recall@10 reaches `TARGET` is recorded, with the recall measured there and the index's
+size; an index under `FLOOR` even at 1,000 is recorded as such, and searches keep the exact
+scan.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ log = structlog.stdlib.get_logger(__name__)
 LADDER = (40, 60, 80, 100, 120, 160, 200, 250, 300, 400, 500, 600, 800, 1000)
 TARGET = 0.995  # mean recall@10 on the sample that a breadth must reach
 FLOOR = 0.99  # under this, even at the widest, searches do not use the index
-SAMPLE = 150  # vectors used as queries
+SAMPLE = 150  # probes (each the midpoint of two sampled vectors)
 K = 10
 CANDIDATES = 40  # what a search re-checks (recall.db.items.SearchPlan.candidates, limit 10)
-SAME = 1e-6  # a distance this small is the query itself (or an exact duplicate of it)
+SAME = 1e-6  # distances this close to the tenth count as ties
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,26 +55,33 @@ def _composed(name: str, **parts: sql.Composable) -> sql.Composed:
     return sql.SQL(query(name).decode()).format(**parts)
 
 
-def _others(rows: list[tuple[Any, ...]]) -> list[tuple[tuple[str, str, str, int], float]]:
-    """The rows but the query itself: (ns, key, field, ord) and distance, nearest first."""
-    return [((r[0], r[1], r[2], r[3]), float(r[4])) for r in rows if float(r[4]) > SAME]
+def _keys(rows: list[tuple[Any, ...]]) -> list[tuple[tuple[str, str, str, int], float]]:
+    """(ns, key, field, ord) and distance of each row, nearest first."""
+    found = [((r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
+    return sorted(found, key=lambda f: f[1])
 
 
 async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[_Probe]:
     near = _near(ns)
     cur = await conn.execute(
-        _composed("store_calibration_sample", near=near), {"dims": dims, "sample": SAMPLE}
+        _composed("store_calibration_sample", near=near), {"dims": dims, "sample": 2 * SAMPLE}
     )
+    sampled = [np.asarray(v, dtype=np.float64) for (v,) in await cur.fetchall()]
     probes = []
     exact = _composed("store_calibration_exact", near=near)
-    for (vector,) in await cur.fetchall():
-        found = await conn.execute(exact, {"query": vector, "dims": dims, "k": 2 * K + 1})
-        others = _others(await found.fetchall())
-        if not others:
+    for a, b in zip(sampled[0::2], sampled[1::2], strict=False):
+        middle = a + b
+        norm = float(np.linalg.norm(middle))
+        if norm == 0.0:
             continue
-        want = min(K, len(others))
-        tenth = others[want - 1][1]
-        truth = frozenset(row for row, distance in others if distance <= tenth + SAME)
+        vector = (middle / norm).astype(np.float32)
+        found = await conn.execute(exact, {"query": vector, "dims": dims, "k": 2 * K})
+        nearest = _keys(await found.fetchall())
+        if not nearest:
+            continue
+        want = min(K, len(nearest))
+        tenth = nearest[want - 1][1]
+        truth = frozenset(row for row, distance in nearest if distance <= tenth + SAME)
         probes.append(_Probe(vector, truth, want))
     return probes
 
@@ -91,9 +100,9 @@ async def _recall(
         await run(conn, "store_search_knobs", {"ef_search": ef_search})
         for probe in probes:
             cur = await conn.execute(
-                statement, {"query": probe.vector, "k": CANDIDATES + 1}, prepare=False
+                statement, {"query": probe.vector, "k": CANDIDATES}, prepare=False
             )
-            found = [row for row, _ in sorted(_others(await cur.fetchall()), key=lambda o: o[1])]
+            found = [row for row, _ in _keys(await cur.fetchall())]
             hits = len(set(found[:K]) & probe.truth)
             scores.append(min(hits, probe.want) / probe.want)
     return float(np.mean(scores))
@@ -101,7 +110,7 @@ async def _recall(
 
 async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int, vectors: int) -> Breadth:
     """The breadth index (`ns`, `dims`) needs (`vectors`: how many it holds now, recorded with
-    it). An index with too few vectors to sample gets the narrowest breadth, recall 1.
+    it). An index with fewer than two vectors gets the narrowest breadth, recall 1.
 
     Raises:
         psycopg.Error: the database failed.
