@@ -62,20 +62,20 @@ async def test_a_write_past_the_threshold_builds_and_calibrates_the_index(url: s
         assert store._planner.breadth("kb", DIMS, "namespace") == ef_search
 
 
-async def test_an_index_is_calibrated_again_once_it_has_grown_by_half(url: str) -> None:
+async def test_an_index_is_calibrated_again_once_it_has_grown_by_a_quarter(url: str) -> None:
     async for store in _open(url, store_index_threshold=60):
         await store.abatch(_puts(("kb",), 0, 80))
         await store.wait_for_index_builds()
         assert (await _recorded(url))["kb"][2] == 80
-        await store.abatch(_puts(("kb",), 80, 110))  # 110 < 80 * 1.5: not yet
+        await store.abatch(_puts(("kb",), 80, 100))  # 100 = 80 * 1.25: not yet
         await store.asearch(("kb",), query="kb 1")  # reads the indexes (every few seconds)
         await store._planner.refresh_now()
         await store.wait_for_index_builds()
         assert (await _recorded(url))["kb"][2] == 80
-        await store.abatch(_puts(("kb",), 110, 130))  # 130 > 120
+        await store.abatch(_puts(("kb",), 100, 105))  # 105 > 100
         await store._planner.refresh_now()
         await store.wait_for_index_builds()
-        assert (await _recorded(url))["kb"][2] == 130
+        assert (await _recorded(url))["kb"][2] == 105
 
 
 async def test_an_index_under_the_floor_is_not_used(url: str) -> None:

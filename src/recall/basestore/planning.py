@@ -9,8 +9,8 @@ write takes it past the threshold (counted after the write's transaction, so a b
 sets it off as it ends), or the first time a search meets it; the index over every namespace
 the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`). Builds
 never run on the write path. Each index is calibrated once built, and again when it has grown
-by half (`GROWTH`): the smallest `hnsw.ef_search` reaching recall@10 0.995 on a sample of its
-own vectors (`recall.db.calibration`), which its searches then use.
+by a quarter (`GROWTH`): the smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn
+from its own vectors (`recall.db.calibration`), which its searches then use.
 The plan is chosen from what this process knows (the finished indexes and their breadths, read
 again every few seconds, and the size of each prefix searched, counted in the background every
 five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
@@ -33,7 +33,7 @@ from recall.config import Settings
 from recall.db.calibration import FLOOR, calibrate_index, record_breadth
 from recall.db.items import prefix_size
 from recall.db.rls import as_owner
-from recall.db.sql import fetch_value, run
+from recall.db.sql import fetch_value
 from recall.db.storeindex import (
     EVERY_NAMESPACE,
     Breadth,
@@ -52,7 +52,7 @@ INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
 SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
-GROWTH = 0.5  # an index is calibrated again once it holds this share more than when last done
+GROWTH = 0.25  # an index is calibrated again once it holds this share more than when last done
 # How wide a search looks through an index not (yet) calibrated, or grown since (then at least
 # its calibrated breadth), by the vectors the index holds: at least
 # MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
@@ -252,11 +252,10 @@ class IndexPlanner:
     async def _build(self, ns: str, dims: int) -> None:
         try:
             async with self._pool.connection() as conn, as_owner(conn):
-                if ns != EVERY_NAMESPACE:  # a namespace that just grew: its exact scans first
-                    await run(conn, "store_analyze")
                 await build_store_index(
-                    conn, ns, dims, m=self._m, ef_construction=self._ef_construction, wait=True
-                )
+                    conn, ns, dims, m=self._m, ef_construction=self._ef_construction, wait=True,
+                    analyze=ns != EVERY_NAMESPACE,  # a namespace that just grew: its exact scans
+                )  # fmt: skip
                 await self._calibrate_on(conn, ns, dims)
         except psycopg.Error:
             log.exception("store.index.build_failed", every_namespace=not ns)

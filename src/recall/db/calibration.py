@@ -2,17 +2,19 @@
 smallest `hnsw.ef_search` at which the index finds the exact nearest vectors of probes drawn
 from its own vectors, recorded for the searches through it.
 
-A probe is the normalised midpoint of two random vectors the index holds (`SAMPLE` of them): a
-point where the index has no node, as a question is. A stored vector itself would be too easy:
-the graph's build computed its neighbours, so its own neighbours are found at any breadth (on
-real text, 0.995 on such probes left 0.985 on real questions). The exact scan gives each
-probe's true ten nearest; the index, at each breadth of `LADDER` in turn, its `CANDIDATES`
-nearest (as a search re-checks them), of which the ten nearest count. The first breadth whose
-mean recall@10, less 1.645 standard errors, reaches `TARGET` (0.99, what searches must keep) is
-recorded, with the mean measured there and the index's size. An index whose mean stays under `FLOOR` even at 1,000 is recorded as such, and
-searches keep the exact scan. (The rule was revised twice on one namespace of 3,000 real turns
-searched with LongMemEval's questions, benchmarks/store_parts.py: leave-one-out probes at a mean
-of 0.995, then midpoints at a mean of 0.99, each chose 40 and left the questions at 0.985-0.986.)
+A probe is the normalised mean of `BLEND` random vectors the index holds (`SAMPLE` probes): a
+point where the index has no node and far from any one vector, as a question is from the texts
+that answer it. A stored vector itself is too easy (the graph's build computed its neighbours)
+and so is the midpoint of two. The exact scan gives each probe's true ten nearest; the index,
+at each breadth of `LADDER` in turn, its `CANDIDATES` nearest (as a search re-checks them), of
+which the ten nearest count. The first breadth whose mean recall@10, less 1.645 standard
+errors, reaches `TARGET` (0.99, what searches must keep) is recorded, with the mean measured
+there and the index's size. An index whose mean stays under `FLOOR` even at 1,000 is recorded
+as such, and searches keep the exact scan. The probes were chosen on one namespace of 3,000
+real turns and LongMemEval's questions (benchmarks/store_parts.py, decision 0030): calibrated
+when the index held 2,000 of them, stored vectors, midpoints of two and means of four each
+chose 40, which left the questions at recall@10 0.985-0.986 at 3,000; calibrated at 3,000, the
+mean of four chose 100 (questions: 0.9995 there, 0.985 at 40, 0.992 at 60, 0.997 at 80).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ TARGET = 0.99  # recall@10 that a breadth must reach: its probes' mean, less 1.6
 # errors (a one-sided 95% bound: 150 probes are a sample of the searches to come)
 Z = 1.645
 FLOOR = 0.99  # under this, even at the widest, searches do not use the index
-SAMPLE = 150  # probes (each the midpoint of two sampled vectors)
+SAMPLE = 150  # probes
+BLEND = 4  # sampled vectors per probe
 K = 10
 CANDIDATES = 40  # what a search re-checks (recall.db.items.SearchPlan.candidates, limit 10)
 SAME = 1e-6  # distances this close to the tenth count as ties
@@ -68,7 +71,7 @@ def _keys(rows: list[tuple[Any, ...]]) -> list[tuple[tuple[str, str, str, int], 
 async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[_Probe]:
     near = _near(ns)
     cur = await conn.execute(
-        _composed("store_calibration_sample", near=near), {"dims": dims, "sample": 2 * SAMPLE}
+        _composed("store_calibration_sample", near=near), {"dims": dims, "sample": BLEND * SAMPLE}
     )
     # a pgvector `Vector` (the column has no fixed dimension) or an array
     sampled = [
@@ -77,8 +80,8 @@ async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[_Probe
     ]
     probes = []
     exact = _composed("store_calibration_exact", near=near)
-    for a, b in zip(sampled[0::2], sampled[1::2], strict=False):
-        middle = a + b
+    for start in range(0, len(sampled) - BLEND + 1, BLEND):
+        middle = np.sum(sampled[start : start + BLEND], axis=0)
         norm = float(np.linalg.norm(middle))
         if norm == 0.0:
             continue
@@ -120,7 +123,7 @@ async def _recall(
 
 async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int, vectors: int) -> Breadth:
     """The breadth index (`ns`, `dims`) needs (`vectors`: how many it holds now, recorded with
-    it). An index with fewer than two vectors gets the narrowest breadth, recall 1.
+    it). An index with fewer than `BLEND` vectors gets the narrowest breadth, recall 1.
 
     Raises:
         psycopg.Error: the database failed.

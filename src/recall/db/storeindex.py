@@ -112,11 +112,14 @@ async def build_store_index(
     m: int,
     ef_construction: int,
     wait: bool,
+    analyze: bool = False,
 ) -> str | None:
     """Build the HNSW index of `ns` (or of every namespace: `EVERY_NAMESPACE`) at `dims`
     concurrently, and record it; return its name (`recall.db.hnswbuild.build_index`: with
     `wait=False`, None at once when another build runs; `conn` must be autocommit; reads and
-    writes of every namespace go on meanwhile).
+    writes of every namespace go on meanwhile). With `analyze`, the store's tables are analyzed
+    first, under the build lock (after a bulk load the exact scans that answer until the index
+    is ready need statistics).
 
     Raises:
         psycopg.Error: the build failed (the store wraps it).
@@ -129,6 +132,7 @@ async def build_store_index(
         lambda: run(conn, "store_index_record", {"ns": ns, "dims": dims, "index_name": name}),
         wait=wait,
         failed_event="db.store_index.failed",
+        before=(lambda: run(conn, "store_analyze")) if analyze else None,
     )
     if built is not None:
         log.info("db.store_index.built", index=name, dims=dims, every_namespace=not ns)
