@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Generator, Iterable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -152,7 +153,8 @@ class RecallStore(BaseStore):
         return self._loop.run_until_complete(self.abatch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run `ops` in one transaction, in their order; return each one's result in order.
+        """Run `ops` in one transaction (a batch of reads only: without one), in their order;
+        return each one's result in order.
 
         Every op is checked and every text embedded before anything is written, so a bad op
         fails the whole batch and changes nothing.
@@ -169,7 +171,7 @@ class RecallStore(BaseStore):
         prepared = await prepare(ops, self._index)
         results: list[Result] = [None] * len(ops)
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._pool.connection() as conn, _writing(conn, ops):
                 position = 0
                 while position < len(ops):
                     run: list[tuple[int, PutOp]] = []
@@ -279,6 +281,15 @@ class RecallStore(BaseStore):
     def __repr__(self) -> str:
         dims = self._index.dims if self._index is not None else None
         return f"RecallStore(index_dims={dims}, search_mode={self.search_mode!r})"
+
+
+def _writing(conn: psycopg.AsyncConnection[Any], ops: list[Op]) -> AbstractAsyncContextManager[Any]:
+    """A batch with a put runs in one transaction; a batch of reads needs none (at READ
+    COMMITTED each statement reads its own snapshot either way), which saves the round trips of
+    BEGIN and COMMIT (an indexed search opens its own, pipelined with it)."""
+    if any(isinstance(op, PutOp) for op in ops):
+        return conn.transaction()
+    return nullcontext()
 
 
 def _vectors_written(prepared: Prepared) -> dict[str, int]:

@@ -199,7 +199,9 @@ async def _search_indexed(
         dims=sql.Literal(dims),
     )
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    async with conn.pipeline():  # the knobs and the search in one round trip
+    # the knobs and the search in one round trip, in a transaction of their own (or a
+    # savepoint of the caller's): the knobs hold for it only
+    async with conn.pipeline(), conn.transaction():
         await conn.execute(
             query("store_search_knobs"), {"ef_search": max(plan.ef_search, plan.candidates)}
         )
