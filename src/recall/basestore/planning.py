@@ -99,7 +99,8 @@ class IndexPlanner:
             self._indexes = await read_store_indexes(conn)
             self._indexes_at = time.monotonic()
             for ns, dims in self._indexes.names:
-                if self._stale(ns, dims):
+                # a queued or running build calibrates the index itself when it ends
+                if self._stale(ns, dims) and f"build:{dims}:{ns}" not in self._queue:
                     self._spawn_calibration(ns, dims)
 
     def _spawn_calibration(self, ns: str, dims: int) -> None:
@@ -130,12 +131,13 @@ class IndexPlanner:
         return None
 
     def _usable(self, ns: str, dims: int) -> bool:
-        """A calibrated index that reached the floor; an uncalibrated one within the sizes
-        decision 0023 measured."""
+        """A calibrated index that reached the floor; one not calibrated, or grown since (its
+        search then looks as wide as decision 0023's rule), within the sizes decision 0023
+        measured."""
         calibrated = self._indexes.breadths.get((ns, dims))
-        if calibrated is not None:
+        if calibrated is not None and not self._stale(ns, dims):
             return calibrated.recall >= FLOOR
-        return self._indexes.sizes.get((ns, dims), 0) <= LARGEST_MEASURED
+        return self._vectors(ns, dims) <= LARGEST_MEASURED
 
     def _vectors(self, ns: str, dims: int) -> int:
         """What the index holds, as far as this process knows: its estimate (a vacuum's
@@ -270,14 +272,8 @@ class IndexPlanner:
     async def _calibrate_on(self, conn: AsyncConnection[Any], ns: str, dims: int) -> Breadth:
         """Calibrate index (`ns`, `dims`) on `conn` (the owner's), record it, read the
         indexes again."""
-        if ns == EVERY_NAMESPACE:
-            vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
-        else:
-            vectors = int(await fetch_value(
-                conn, "store_namespace_vectors", {"ns": ns, "dims": dims}
-            ) or 0)  # fmt: skip
         self._grown.pop((ns, dims), None)
-        breadth = await calibrate_index(conn, ns, dims, vectors)
+        breadth = await calibrate_index(conn, ns, dims)
         await record_breadth(conn, ns, dims, breadth)
         await self.refresh(conn, force=True)
         return breadth

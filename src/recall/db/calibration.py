@@ -26,7 +26,7 @@ import numpy as np
 import structlog
 from psycopg import AsyncConnection, sql
 
-from recall.db.sql import query, run
+from recall.db.sql import fetch_value, query, run
 from recall.db.storeindex import EVERY_NAMESPACE, Breadth
 
 __all__ = ["FLOOR", "LADDER", "TARGET", "calibrate_index", "record_breadth"]
@@ -108,34 +108,41 @@ async def _recall(
         vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
     )
     scores = []
-    async with conn.transaction():
-        await run(conn, "store_search_knobs", {"ef_search": ef_search})
-        for probe in probes:
-            cur = await conn.execute(
-                statement, {"query": probe.vector, "k": CANDIDATES}, prepare=False
-            )
-            found = [row for row, _ in _keys(await cur.fetchall())]
-            hits = len(set(found[:K]) & probe.truth)
-            scores.append(min(hits, probe.want) / probe.want)
+    await run(conn, "store_search_knobs", {"ef_search": ef_search})  # to the transaction's end
+    for probe in probes:
+        cur = await conn.execute(statement, {"query": probe.vector, "k": CANDIDATES}, prepare=False)
+        found = [row for row, _ in _keys(await cur.fetchall())]
+        hits = len(set(found[:K]) & probe.truth)
+        scores.append(min(hits, probe.want) / probe.want)
     spread = float(np.std(scores, ddof=1)) / np.sqrt(len(scores)) if len(scores) > 1 else 0.0
     return float(np.mean(scores)), float(np.mean(scores)) - Z * spread
 
 
-async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int, vectors: int) -> Breadth:
-    """The breadth index (`ns`, `dims`) needs (`vectors`: how many it holds now, recorded with
-    it). An index with fewer than `BLEND` vectors gets the narrowest breadth, recall 1.
+async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int) -> Breadth:
+    """The breadth index (`ns`, `dims`) needs, and how many vectors it holds, all read in one
+    snapshot (REPEATABLE READ): writes going on meanwhile (a bulk load that set the build off)
+    must not put rows in an index scan that the exact scan did not see. An index with fewer
+    than `BLEND` vectors gets the narrowest breadth, recall 1.
 
     Raises:
         psycopg.Error: the database failed.
     """
-    probes = await _probes(conn, ns, dims)
-    if not probes:
-        return Breadth(LADDER[0], 1.0, vectors)
-    recall = 0.0
-    for ef_search in LADDER:
-        recall, bound = await _recall(conn, ns, dims, probes, ef_search)
-        if bound >= TARGET:
-            break
+    async with conn.transaction():
+        await run(conn, "repeatable_read")
+        if ns == EVERY_NAMESPACE:
+            vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
+        else:
+            vectors = int(await fetch_value(
+                conn, "store_namespace_vectors", {"ns": ns, "dims": dims}
+            ) or 0)  # fmt: skip
+        probes = await _probes(conn, ns, dims)
+        if not probes:
+            return Breadth(LADDER[0], 1.0, vectors)
+        recall = 0.0
+        for ef_search in LADDER:
+            recall, bound = await _recall(conn, ns, dims, probes, ef_search)
+            if bound >= TARGET:
+                break
     log.info(
         "db.store_index.calibrated",
         every_namespace=not ns,

@@ -280,3 +280,7 @@ SELECT count(*) FROM (
 -- the planner has none, and the exact scans that answer until the index is ready would join
 -- the new rows by nested loops (issue 38: 270 ms for 2,000 vectors, from 2 ms)
 ANALYZE recall.store_items, recall.store_vectors
+
+-- name: repeatable_read
+-- the first statement of a transaction that must read one snapshot throughout (calibration)
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ
