@@ -51,14 +51,22 @@ OURS = "ours: asearch"
 
 
 def indexed_statement(dims: int, *, literal: bool, children: bool) -> sql.Composed:
-    """`store_search_indexed` as the store composes it (`literal`: the namespace a constant;
-    `children`: with the exact probe of the namespace's children)."""
+    """`store_search_indexed` as the store composes it (`literal`: the namespace, its
+    children's range and the dimension as constants; `children`: with the exact probe of the
+    namespace's children)."""
     near = (
         sql.SQL("v.ns = {}").format(sql.Literal(".".join(NS)))
         if literal
         else sql.SQL("v.ns = %(ns)s")
     )
-    rest = sql.SQL("(v.ns >= %(ns_lo)s AND v.ns < %(ns_hi)s)") if children else sql.SQL("FALSE")
+    ns = ".".join(NS)
+    rest: sql.Composable = sql.SQL("FALSE")
+    if children and literal:
+        rest = sql.SQL("(v.ns >= {} AND v.ns < {})").format(
+            sql.Literal(ns + "."), sql.Literal(ns + "/")
+        )
+    elif children:
+        rest = sql.SQL("(v.ns >= %(ns_lo)s AND v.ns < %(ns_hi)s)")
     return sql.SQL(query("store_search_indexed").decode()).format(
         near=near,
         rest=rest,

@@ -179,7 +179,11 @@ async def _search_indexed(
     if plan.through == "namespace":
         # a constant: the statement is one index's, prepared once per connection
         near = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
-        rest = sql.SQL("(v.ns >= %(ns_lo)s AND v.ns < %(ns_hi)s)")
+        # the children's range as constants too: a generic plan then knows it holds (next to)
+        # nothing when the namespace has no children, and probes the primary key for it
+        rest = sql.SQL("(v.ns >= {} AND v.ns < {})").format(
+            sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi"))
+        )
         params.pop("ns")
     params = {
         **params,
