@@ -103,6 +103,23 @@ def test_rank_features_read_matches_neighbours_and_lists() -> None:
     assert x[0, col("recency")] == 0.0 and x[2, col("recency")] == 1.0
 
 
+def test_tied_keyword_scores_share_a_place_whatever_order_the_rows_came_in() -> None:
+    # two memories with the same terms and length tie exactly (migration 0016); the database
+    # returns them in the order of their random ids, which must not change any feature
+    rows = [
+        row(0, distance=0.3, bm25=2.0, matched=[1]),
+        row(1, distance=0.2, bm25=2.0, matched=[1]),
+        row(2, distance=0.4, bm25=1.0, matched=[1]),
+    ]
+    facts = query_facts("cello lessons", rows)
+    x = rank_features(facts, rows, vector_order=[1, 0, 2], k=25)
+    assert [x[i, col("rank_bm25")] for i in range(3)] == pytest.approx([1.0, 1.0, 1 / 3])
+    swapped = [rows[1], rows[0], rows[2]]
+    y = rank_features(facts, swapped, vector_order=[0, 1, 2], k=25)
+    assert np.array_equal(y[[1, 0, 2]], x)
+    assert rank_features(facts, rows, [1, 0, 2], k=2)[2, col("rank_bm25")] == 0.0  # third place
+
+
 def test_a_date_counts_only_when_the_query_asks_when() -> None:
     rows = [row(0, ai_response="It was last May"), row(1, user_message="no date here")]
     asks = rank_features(query_facts("When was the trip?", rows), rows, [0, 1], 25)

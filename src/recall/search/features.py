@@ -213,13 +213,17 @@ def rank_features(
     bm25 = np.array([r.bm25 for r in rows], dtype=np.float64)
     idf_sum = facts.idf_sum
     n_terms = max(len(facts.idf), 1)
-    by_bm25 = sorted((i for i in range(n) if bm25[i] > 0), key=lambda i: -bm25[i])
     rank_cos = np.zeros(n)
     for rank, i in enumerate(vector_order[:k]):
         rank_cos[i] = 1.0 / (1 + rank)
+    # a keyword score's place counts the scores above it: tied memories (the same terms and
+    # length) share a place, whatever order their random ids gave them
+    matched = bm25[bm25 > 0]
     rank_bm25 = np.zeros(n)
-    for rank, i in enumerate(by_bm25[:k]):
-        rank_bm25[i] = 1.0 / (1 + rank)
+    for i in np.flatnonzero(bm25 > 0):
+        above = int(np.count_nonzero(matched > bm25[i]))
+        if above < k:
+            rank_bm25[i] = 1.0 / (1 + above)
     best_cos = float(cos[vector_order[0]]) if vector_order else float(cos.max())
     best_bm25 = float(bm25.max())
     shares = np.array([_share(facts, r.matched) for r in rows])
