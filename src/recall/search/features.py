@@ -220,7 +220,7 @@ def rank_features(
     # length) share a place, whatever order their random ids gave them
     matched = bm25[bm25 > 0]
     rank_bm25 = np.zeros(n)
-    for i in np.flatnonzero(bm25 > 0):
+    for i in np.flatnonzero(bm25 > 0).tolist():
         above = int(np.count_nonzero(matched > bm25[i]))
         if above < k:
             rank_bm25[i] = 1.0 / (1 + above)
