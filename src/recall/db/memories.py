@@ -174,7 +174,8 @@ async def forget_before(conn: AsyncConnection[Any], user_id: str, before: dateti
 
 
 async def forget_over_cap(conn: AsyncConnection[Any], user_id: str, keep: int) -> int:
-    """Delete all but the user's `keep` newest memories; return how many."""
+    """Delete all but `keep` of the user's memories, restatements of a stored source first,
+    then the oldest (queries.sql `forget_over_cap`); return how many."""
     return await run(conn, "forget_over_cap", {"user_id": user_id, "keep": keep})
 
 

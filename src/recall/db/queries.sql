@@ -250,15 +250,36 @@ DELETE FROM recall.memories WHERE user_id = %(user_id)s;
 DELETE FROM recall.memories WHERE user_id = %(user_id)s AND created_at < %(before)s;
 
 -- name: forget_over_cap
--- The user's memories beyond their %(keep)s newest: the oldest go (retention's per-user cap).
--- The subquery names the whole key and both sides the user, so Citus routes the statement to
--- the user's one shard.
+-- The user's memories beyond the %(keep)s that retention's per-user cap keeps (issue 37): the
+-- restatements whose source is still stored go first, oldest first (what they say is kept by
+-- the source), then the other memories, oldest first. A restatement is what
+-- recall.search.provenance marks one: metadata "recall" has "restates": true and "quoted"
+-- names a memory of the user; one whose sources were all erased is the last holder of what it
+-- says and counts as any other memory. Metadata written by hand is read defensively (the CASE
+-- reads "quoted" only when it is an array, and an element only when it is a UUID's text).
+-- Every subquery names the user, so Citus routes the statement to the user's one shard.
 DELETE FROM recall.memories
 WHERE user_id = %(user_id)s
   AND (user_id, id) IN (
-      SELECT user_id, id FROM recall.memories
-      WHERE user_id = %(user_id)s
-      ORDER BY created_at DESC, id DESC
+      SELECT m.user_id, m.id FROM recall.memories AS m
+      WHERE m.user_id = %(user_id)s
+      ORDER BY
+          CASE
+              WHEN m.metadata #> '{recall,restates}' = 'true'::jsonb
+                   AND jsonb_typeof(m.metadata #> '{recall,quoted}') = 'array'
+              THEN EXISTS (
+                  SELECT 1
+                  FROM jsonb_array_elements_text(m.metadata #> '{recall,quoted}') AS q (id)
+                  JOIN recall.memories AS s
+                    ON s.user_id = %(user_id)s
+                   AND s.id = CASE
+                       WHEN q.id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                       THEN q.id::uuid
+                   END
+              )
+              ELSE false
+          END,
+          m.created_at DESC, m.id DESC
       OFFSET %(keep)s
   );
 
