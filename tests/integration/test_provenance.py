@@ -164,3 +164,26 @@ async def test_links_show_a_memorys_sources_and_restatements(store: MemoryStore,
     back = await store.links(user, restatements[0].id)
     assert back is not None and [m.id for m in back.sources] == [fact.id]
     assert await store.links("someone-else", fact.id) is None
+
+
+async def test_erasing_a_source_leaves_its_restatements_one_slot_and_the_links_say_so(
+    store: MemoryStore, user: str
+) -> None:
+    """Deleting a memory does not delete the turns that restate it: their provenance keeps its
+    id. A search then shows one of them (one slot for the fact), and the inspector's links name
+    the id as erased."""
+    fact, restatements = await _restated(store, user)
+    assert await store.delete(user, fact.id)
+    found = await store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
+    ids = [m.id for m in found]
+    assert len(set(ids) & {r.id for r in restatements}) == 1
+    links = await store.links(user, restatements[0].id)
+    assert links is not None
+    assert (links.sources, links.erased) == ([], [fact.id])
+    # a memory whose sources are stored has none erased
+    kept = await store.add_turn(user, "I live in Portland.", "Noted.")
+    p = Provenance((kept.id, fact.id), (kept.id,), True)
+    again = await store.add_turn(user, "Where do I live?", "In Portland.", provenance=p)
+    links = await store.links(user, again.id)
+    assert links is not None
+    assert ([m.id for m in links.sources], links.erased) == ([kept.id], [fact.id])
