@@ -51,6 +51,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
     )
     assert [f[0] for f in functions] == [
         "recall.add_memory",
+        "recall.add_turn",  # migration 0019: a turn's repeat lookup and write in one call
         "recall.insert_memory",  # migration 0018: add_memory calls it on the user's worker
         "recall.search_details",  # migration 0014
         "recall.search_exact",

@@ -187,3 +187,50 @@ async def test_erasing_a_source_leaves_its_restatements_one_slot_and_the_links_s
     links = await store.links(user, again.id)
     assert links is not None
     assert ([m.id for m in links.sources], links.erased) == ([kept.id], [fact.id])
+
+
+async def test_a_repeat_is_found_for_a_user_with_an_index_of_their_own(
+    store: MemoryStore, user: str
+) -> None:
+    """recall.add_turn (migration 0019) looks for the repeat through the user's own HNSW index
+    once they have one, as a search does."""
+    async with MemoryStore.connect(
+        store.settings.replace(user_index_threshold=3), embeddings=store.embedder.embeddings
+    ) as small:
+        for n in range(4):
+            await small.add_turn(user, f"unrelated fact number {n} about pears", "ok")
+        await small.search(user, "pears", similarity_threshold=0.0)  # schedules the build
+        await small.wait_for_index_builds()
+        small._plans.pop(user, None)
+        await small.search(user, "pears", similarity_threshold=0.0)  # reads the plan again
+        assert small._plans[user].hnsw_index is not None
+        first = await small.add_turn(user, FACT, "Noted.", conversation_id="a")
+        again = await small.add_turn(user, FACT, "Noted.", conversation_id="b")
+        assert again.id == first.id
+        assert repeats_of(again.metadata) == 1
+        other = await small.add_turn(user, "I drive a Tesla to work every day.", "Noted.")
+        assert other.id != first.id
+
+
+async def test_a_turn_with_no_near_memory_is_stored_in_one_call(
+    store: MemoryStore, user: str
+) -> None:
+    """Issue 37: the repeat lookup rides on the insert's call (recall.add_turn)."""
+    await store.add_turn(user, "I live in Portland.", "Noted.")
+    calls: list[str] = []
+    original = store._conn
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    store._conn = counting  # type: ignore[method-assign]
+    try:
+        fact = await store.add_turn(user, FACT, "Noted.")
+        assert calls == ["add_turn"]
+        calls.clear()
+        assert (await store.add_turn(user, FACT, "Noted.")).id == fact.id  # a retry: one call
+        assert calls == ["add_turn"]
+    finally:
+        del store._conn
+    assert len(await store.recent(user, 5)) == 2

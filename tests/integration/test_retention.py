@@ -261,7 +261,10 @@ async def test_the_cap_removes_restatements_whose_source_is_stored_first(
             restating("not one", 44, [source], restates=False),
             restating("hand-written", 43, "not a list"),
             restating("bad ids", 42, ["x", 7, {"a": 1}]),
-            *[{**t, "user_message": f"plain {t['created_at'].day}"} for t in _turns("ann", [30, 20])],
+            *[
+                {**t, "user_message": f"plain {t['created_at'].day}"}
+                for t in _turns("ann", [30, 20])
+            ],
         ]
     )
     assert len(await _texts(own_store, "ann")) == 9

@@ -67,6 +67,19 @@ SELECT memory_id, memory_created_at FROM recall.insert_memory(
     %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s
 );
 
+-- name: add_turn
+-- One turn in one call with its repeat lookup (migration 0019, issue 37): the same turn again
+-- (`inserted` false), else the user's %(nearest)s nearest memories of its kind within
+-- %(max_distance)s (`inserted` NULL, nothing stored), else the turn stored (`inserted` true).
+SELECT r_id AS id, r_created_at AS created_at, r_inserted AS inserted,
+       r_conversation_id AS conversation_id, r_user_message AS user_message,
+       r_ai_response AS ai_response, r_metadata AS metadata, r_kind AS kind
+FROM recall.add_turn(
+    %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s, %(created_at)s,
+    %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s,
+    %(max_distance)s, %(nearest)s, %(candidates)s
+);
+
 -- name: add_memory
 -- One turn in one call (migration 0009; its live body: 0018): sets the row-level security key
 -- itself, inserts (through recall.insert_memory) unless the user has the same content hash

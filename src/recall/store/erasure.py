@@ -113,9 +113,9 @@ class Erasure(StoreBase):
     ) -> Retention:
         """Remove every user's memories older than `days`, then each user's beyond
         `max_per_user` (issue 37: first the restatements whose source is still stored, oldest
-        first, then the oldest of the others): an age pass over the users, then a cap pass, each removing one user's
-        memories per transaction. A failure leaves the removals before it done: users the age
-        pass reached may not have had the cap pass yet.
+        first, then the oldest of the others): an age pass over the users, then a cap pass,
+        each removing one user's memories per transaction. A failure leaves the removals
+        before it done: users the age pass reached may not have had the cap pass yet.
 
         Args:
             days: the age limit; None: `settings.retention_days` (None there: no age limit).
