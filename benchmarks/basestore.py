@@ -1,8 +1,10 @@
 """RecallStore against LangGraph's AsyncPostgresStore, as BaseStores, in one run.
 
-    python benchmarks/basestore.py [--items 100000] [--namespaces 1000] [--queries 5]
+    python benchmarks/basestore.py [--data synthetic|real] [--items 100000]
+                                   [--namespaces 1000] [--queries 5]
                                    [--large 20000,50000] [--large-queries 40]
-                                   [--everywhere 100] [--rounds 3] [--keep]
+                                   [--everywhere 100] [--rounds 3] [--puts 200]
+                                   [--cold 0] [--cold-seconds 120] [--keep]
 
 The same --items items in --namespaces namespaces ("users", "u0000", "memories"), ... of
 skewed sizes (lognormal: from 1 item to a few thousand), each value `{"text": "item-<j>-<i>",
@@ -21,26 +23,48 @@ the ratios are measured at the same time, not minutes apart. recall@10 is agains
 (numpy) cosine search of the namespace; a search is short when it returns fewer than
 min(10, items in the namespace) items. Without --keep the two databases are dropped at the
 end; with it they stay, and a run with the same --items and --namespaces reuses them.
-Writes docs/benchmarks.md (section "basestore").
+
+`--data real` (the targets of issue 38) puts real text in the same shape: each namespace holds
+bge-small vectors of LongMemEval user turns (with their replies), and the searches are
+LongMemEval's real questions (`harness.realtext`: the turn vectors come from
+.recall/longmemeval-vectors.npz, or are embedded first, about an hour on 2 cores, so CI never
+runs this). recall@10 counts ties at the tenth score (namespaces share turns) as hits. Then
+(`harness.storephases`) --puts single puts into the largest namespace, in turns, with and
+without RecallStore's index over every namespace, and, with --cold N, a fresh namespace of N
+items bulk-loaded into each store (the peer's first) and searched in turns for --cold-seconds
+right after: the cold window.
+Writes docs/benchmarks.md (section "basestore", or "basestore-real" for real text).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import psycopg
 from harness.data import DIMS
 from harness.db import drop_database, fresh_database, kept_database, settle
-from harness.items import PREFIX, Items, Query, bucket, bucket_labels, make_items
+from harness.items import PREFIX, Items, Query, make_items
+from harness.realtext import question_vectors, real_items, turn_vectors
 from harness.report import git_revision, machine, publish, table
 from harness.run import parser, run
-from harness.timing import BLOCK, Call, blocks, percentiles, timed, timed_interleaved
+from harness.storephases import ColdWindow, PutCosts, cold_window, put_costs
+from harness.storetables import (
+    Extra,
+    Tally,
+    bucket_rows,
+    exact_answer,
+    phase_tables,
+    round_rows,
+    tally,
+    verdict,
+)
+from harness.timing import BLOCK, Call, blocks, timed, timed_interleaved
 from langgraph.store.base import BaseStore, IndexConfig, PutOp
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from langgraph.store.postgres.base import PostgresIndexConfig
@@ -82,7 +106,8 @@ def database_name(system: str, args: argparse.Namespace) -> str:
     """The database of one store's data at this size."""
     who = "recall" if system == OURS else "langgraph"
     large = "_".join(str(n) for n in args.large)
-    return f"recall_bench_basestore_{who}_{args.items}_{args.namespaces}_{large}"
+    data = "_real" if args.data == "real" else ""
+    return f"recall_bench_basestore{data}_{who}_{args.items}_{args.namespaces}_{large}"
 
 
 @asynccontextmanager
@@ -141,114 +166,6 @@ def search_call(store: BaseStore, items: Items, q: Query) -> Call:
     return lambda: store.asearch(prefix, query=q.text, limit=K)
 
 
-@dataclass
-class Tally:
-    """One store's searches of one size bucket: times (ms), recall@10 per search, short
-    searches."""
-
-    times: list[float] = field(default_factory=list)
-    recall: list[float] = field(default_factory=list)
-    short: int = 0
-
-
-def tally(
-    items: Items, truth: list[set[tuple[tuple[str, ...], str]]], rounds: list[Any]
-) -> dict[str, dict[str, Tally]]:
-    """Per store, per size bucket ("all" included): every measured search's time, recall@10
-    against the exact top min(10, size), and whether it came back short. Results count by
-    namespace and key (every namespace has the same keys)."""
-    out: dict[str, dict[str, Tally]] = {}
-    for measured in rounds:
-        for system, (times, found) in measured.items():
-            by_bucket = out.setdefault(system, {})
-            for q, ms, res, top in zip(items.queries, times, found, truth, strict=True):
-                got = {(tuple(r.namespace), r.key) for r in res}
-                for label in labels(items, q):
-                    t = by_bucket.setdefault(label, Tally())
-                    t.times.append(ms)
-                    t.recall.append(len(got & top) / len(top))
-                    t.short += len(res) < len(top)
-    return out
-
-
-def labels(items: Items, q: Query) -> list[str]:
-    """The rows a search counts in: its size bucket (or the prefix over every namespace),
-    the row of its --large namespace if it is one, and "all"."""
-    if q.namespace == PREFIX:
-        return [EVERYWHERE]
-    size = int(items.sizes[q.namespace])
-    large = [f"one namespace of {size:,}"] if q.namespace >= items.large_from else []
-    return [bucket(size), *large, "all"]
-
-
-EVERYWHERE = "prefix over every namespace"
-
-
-def ratio(ours: Sequence[float], peer: Sequence[float], q: float) -> float:
-    """Our `q` percentile over the peer's."""
-    return percentiles(ours, [q])[0] / percentiles(peer, [q])[0]
-
-
-def bucket_rows(items: Items, tallies: dict[str, dict[str, Tally]]) -> list[list[object]]:
-    """One row per size bucket (smallest first), then every search."""
-    rows: list[list[object]] = []
-    large = [f"one namespace of {int(n):,}" for n in items.sizes[items.large_from :]]
-    for label in [*bucket_labels(), *large, EVERYWHERE, "all"]:
-        if label not in tallies[OURS]:
-            continue
-        ours, peer = tallies[OURS][label], tallies[PEER][label]
-        if label == EVERYWHERE:
-            sizes = [int(s) for s in items.sizes]
-        elif label in large:
-            sizes = [int(label.rsplit(" ", 1)[1].replace(",", ""))]
-        else:
-            sizes = [int(s) for s in items.sizes if label == "all" or bucket(int(s)) == label]
-        o50, o95 = percentiles(ours.times, [50, 95])
-        p50, p95 = percentiles(peer.times, [50, 95])
-        rows.append([
-            label, f"{len(sizes):,} ({sum(sizes):,} items)", f"{len(ours.times):,}",
-            f"{np.mean(ours.recall):.4f} / {np.mean(peer.recall):.4f}",
-            f"{ours.short:,} / {peer.short:,}",
-            f"{o50:.2f} / {o95:.2f}", f"{p50:.2f} / {p95:.2f}",
-            f"{o50 / p50:.3f}", f"{o95 / p95:.3f}",
-        ])  # fmt: skip
-    return rows
-
-
-def round_rows(rounds: list[Any]) -> list[list[object]]:
-    """Every search of each measured round: percentiles and ratios, then their medians."""
-    rows: list[list[object]] = []
-    values = []
-    for n, measured in enumerate(rounds, 1):
-        ours, peer = measured[OURS][0], measured[PEER][0]
-        row = [*percentiles(ours, [50, 95]), *percentiles(peer, [50, 95])]
-        row += [row[0] / row[2], row[1] / row[3]]
-        values.append(row)
-        rows.append([n, *(f"{v:.2f}" for v in row[:4]), *(f"{v:.3f}" for v in row[4:])])
-    medians = np.median(np.array(values), axis=0)
-    rows.append(["median", *(f"{v:.2f}" for v in medians[:4]), *(f"{v:.3f}" for v in medians[4:])])
-    return rows
-
-
-def verdict(tallies: dict[str, dict[str, Tally]]) -> str:
-    """The issue's targets (p95 ours/peer per row, recall@10 at least 0.99, no short
-    results), each met or missed, by this run's figures."""
-    limits = {"1-9": 0.9, "10-99": 0.9, "100-999": 0.9}
-    said = []
-    for label, ours in tallies[OURS].items():
-        if label == "all":
-            continue
-        p95 = ratio(ours.times, tallies[PEER][label].times, 95)
-        limit = limits.get(label, 1.0)
-        recall = float(np.mean(ours.recall))
-        ok = p95 <= limit and recall >= 0.99 and ours.short == 0
-        said.append(
-            f"{label}: {'met' if ok else 'missed'} (p95 ours/peer {p95:.3f} <= {limit}, "
-            f"recall@10 {recall:.4f} >= 0.99, short {ours.short})"
-        )
-    return "; ".join(said)
-
-
 async def main() -> None:
     """Build the data, load (or reuse) both stores, time them in turns; print and write."""
     options = parser(__doc__)
@@ -265,28 +182,34 @@ async def main() -> None:
     options.add_argument("--everywhere", type=int, default=100, help='searches of ("users",)')
     options.add_argument("--rounds", type=int, default=3, help="measured passes (after a warm-up)")
     options.add_argument("--keep", action="store_true", help="keep the databases (and reuse them)")
+    options.add_argument(
+        "--data", choices=("synthetic", "real"), default="synthetic",
+        help="clustered noise (the stress case) or bge-small vectors of real turns and questions",
+    )  # fmt: skip
+    options.add_argument("--puts", type=int, default=200, help="puts into the largest namespace")
+    options.add_argument("--cold", type=int, default=0, help="items of the cold-window load")
+    options.add_argument("--cold-seconds", type=float, default=120.0)
     args = options.parse_args()
     if min(args.items, args.namespaces, args.queries, args.rounds) < 1:
         raise SystemExit("--items, --namespaces, --queries and --rounds must be at least 1")
     revision = git_revision()
     t0 = time.perf_counter()
-    items = make_items(
-        args.items,
-        args.namespaces,
-        args.queries,
-        np.random.default_rng(args.items),
-        large=args.large,
-        per_large=args.large_queries,
-        everywhere=args.everywhere,
-    )
-    truth = [
-        set(items.exact_top_everywhere(q, K))
-        if q.namespace == PREFIX
-        else {(items.namespaces[q.namespace], key) for key in items.exact_top(q, K)}
-        for q in items.queries
-    ]
+    rng = np.random.default_rng(args.items)
+    shape = {"large": args.large, "per_large": args.large_queries, "everywhere": args.everywhere}
+    midpoints = 0
+    if args.data == "real":
+        spare, (texts, asked) = await turn_vectors(), question_vectors()
+        items, midpoints = real_items(
+            spare, asked, args.items, args.namespaces, args.queries, rng, **shape
+        )
+    else:
+        items = make_items(args.items, args.namespaces, args.queries, rng, **shape)
+        spare, texts, asked = items.vectors, [], items.vectors[:0]
+    truth = [exact_answer(items, q) for q in items.queries]
     print(f"data and exact answers: {time.perf_counter() - t0:.0f} s", flush=True)
     loaded: dict[str, Loaded] = {}
+    puts: list[PutCosts] = []
+    cold: ColdWindow | None = None
     try:
         async with AsyncExitStack() as stack:
             stores: dict[str, BaseStore] = {}
@@ -308,11 +231,20 @@ async def main() -> None:
             for r in range(args.rounds):
                 rounds.append(await timed_interleaved(calls, first_turn=r * blocks(len(truth))))
                 print(f"round {r + 1} of {args.rounds} done", flush=True)
+            if args.puts:
+                largest = items.namespaces[int(np.argmax(items.sizes))]
+                urls = {system: loaded[system].url for system in (OURS, PEER)}
+                puts = await put_costs(stores, urls, items, largest, spare, args.puts, rng)
+            if args.cold:
+                cold = await cold_window(
+                    stores, items, spare, asked, args.cold, args.cold_seconds, rng
+                )
     finally:
         if not args.keep:
             for system in (OURS, PEER):
                 await drop_database(database_name(system, args))
-    report(args, revision, items, loaded, tally(items, truth, rounds), rounds, built_s)
+    extra = Extra(midpoints, len(texts), puts, cold)
+    report(args, revision, items, loaded, tally(items, truth, rounds), rounds, built_s, extra)
 
 
 def report(
@@ -323,8 +255,9 @@ def report(
     tallies: dict[str, dict[str, Tally]],
     rounds: list[Any],
     built_s: float,
+    extra: Extra,
 ) -> None:
-    """The tables: per size bucket, per round, the targets; printed and written."""
+    """The tables: per size bucket, per round, the phases, the targets; printed and written."""
 
     def rate(system: str) -> str:
         load_s = loaded[system].load_s
@@ -340,30 +273,50 @@ def report(
                      "p50 ours/peer", "p95 ours/peer"]  # fmt: skip
     keep = " --keep" if args.keep else ""
     large = ",".join(str(n) for n in args.large)
-    body = f"""## RecallStore and LangGraph's AsyncPostgresStore as BaseStores
+    real = args.data == "real"
+    data = " --data real" if real else ""
+    phases = f" --puts {args.puts} --cold {args.cold} --cold-seconds {args.cold_seconds:g}"
+    if real:
+        vectors = (
+            f"bge-small vectors of LongMemEval user turns with their replies (a random sample "
+            f"per namespace; {extra.midpoints:,} rows, past the 42,841 turns, are normalised "
+            f"midpoints of two turns), handed to both by one `embed` that looks them up. "
+            f"{args.queries} searches per namespace (`asearch(namespace, query=..., limit=10)`, "
+            f"a LongMemEval question embedded by bge-small, from {extra.questions} questions)"
+        )
+        title = "on real text (bge-small turns, LongMemEval questions)"
+    else:
+        vectors = (
+            "precomputed 384-dimension vectors (clustered: topics shared by all namespaces), "
+            f"handed to both by one `embed` that looks them up. {args.queries} searches per "
+            "namespace (`asearch(namespace, query=..., limit=10)`, a held-out vector near one "
+            "of the namespace's topics)"
+        )
+        title = "on synthetic clustered vectors (the stress case, no target)"
+    body = f"""## RecallStore and LangGraph's AsyncPostgresStore as BaseStores, {title}
 
-`python benchmarks/basestore.py --items {args.items} --namespaces {args.namespaces} --queries
+`python benchmarks/basestore.py{data} --items {args.items} --namespaces {args.namespaces} --queries
 {args.queries} --large {large} --large-queries {args.large_queries} --everywhere
-{args.everywhere} --rounds {args.rounds}{keep}` on {machine()}, commit {revision}.
+{args.everywhere} --rounds {args.rounds}{phases}{keep}` on {machine()}, commit {revision}.
 
 Ours is `RecallStore`, the peer LangGraph's `AsyncPostgresStore` (its default index: HNSW,
 cosine), each on a database of its own on the same server, both loaded through `abatch` with
 the same {args.items:,} items in {args.namespaces:,} namespaces of skewed sizes (lognormal:
 {sizes.min():,} to {sizes.max():,} items, median {int(np.median(sizes)):,}) and the same
-precomputed 384-dimension vectors (clustered: topics shared by all namespaces), handed to both
-by one `embed` that looks them up. {args.queries} searches per namespace (`asearch(namespace,
-query=..., limit=10)`, a held-out vector near one of the namespace's topics), shuffled; after
+{vectors}, shuffled; after
 a warm-up pass, store by store, {args.rounds} measured rounds in which the stores take turns in
 blocks of {BLOCK} searches (the order turning each block). recall@10 is against an exact
-(numpy) cosine search of the namespace; a search is short when it returns fewer than
-min(10, items in the namespace). Then one namespace of each of {large or "no"} items
-({args.large_queries} searches each) and {args.everywhere} searches of the prefix ("users",),
-which holds every namespace (recall against the exact top 10 of all items). Loading: ours
-{rate(OURS)}, the peer {rate(PEER)} (the peer builds its HNSW index as it loads). Ours builds
-its indexes in the background when a search first meets a namespace of
-`store_index_threshold` (1,000) vectors or more, or a prefix of `store_wide_threshold`
-(10,000) or more: after the warm-up pass the run waited {built_s:.0f} s for those builds
-(0 when they were kept from a run before), then warmed up again.
+(numpy) cosine search of the namespace (ties at the tenth score count as hits); a search is
+short when it returns fewer than min(10, items in the namespace). Then one namespace of each
+of {large or "no"} items ({args.large_queries} searches each) and {args.everywhere} searches of
+the prefix ("users",), which holds every namespace (recall against the exact top 10 of all
+items). Loading: ours {rate(OURS)}, the peer {rate(PEER)} (the peer builds its HNSW index as it
+loads). Ours builds
+a namespace's index in the background once a write takes it to `store_index_threshold`
+(1,000) vectors (or a search meets it), and the index over every namespace when a search meets
+a prefix of `store_wide_threshold` (10,000) or more, each calibrated once built: after the
+warm-up pass the run waited {built_s:.0f} s for those builds and calibrations (0 when they were
+kept from a run before), then warmed up again.
 
 Per namespace size, over every measured search:
 
@@ -373,9 +326,10 @@ Every search, round by round (the ratios of one round are measured at the same t
 
 {table(round_headers, round_rows(rounds))}
 
-Targets: {verdict(tallies)}.
+{phase_tables(extra)}
+Targets: {verdict(tallies, extra)}.
 """
-    publish("basestore", body, write=not args.no_write)
+    publish("basestore-real" if real else "basestore", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ WARM = 50
 SERVER = {
     "round trip (SELECT 1)": "SELECT 1",
     "keyword call, server": "SELECT count(*) FROM recall.search_terms(%s, %s, %s, NULL)",
-    "vector call, server": "SELECT count(*) FROM recall.search_details(%s, %s, %s, %s)",
+    "vector call, server": "SELECT count(*) FROM recall.search_details(%s, %s, %s, %s, %s)",
     "exact search, server": "SELECT count(*) FROM recall.search_exact(%s, %s, 0.5, 3)",
 }
 
@@ -65,6 +65,7 @@ async def main() -> None:
         stage = store.second_stage
         assert stage is not None, "the default embedder ships a fitted second stage"
         k = stage.candidates
+        fetch_vectors = stage.product_weights is not None  # as the store asks
         vectors = await embed(store, corpus, echoes=False)
         await store.add_turns(turn_items(corpus, full(corpus), vectors), batch_size=2000)
         await settle(url)
@@ -80,7 +81,7 @@ async def main() -> None:
             keywords = keywords_from_text(text)
             terms = await store._terms(user, keywords, None)
             ids = _best_by_bm25(terms, k)
-            rows, near = await store.candidates(user, text, vector, k)
+            rows, near = await store.candidates(user, text, vector, k, vectors=fetch_vectors)
             prepared.append((user, text, vector, keywords, ids, rows, near))
 
         def server(name: str, user: str, keywords: Any, vector: Any, ids: Any) -> Call:
@@ -91,7 +92,7 @@ async def main() -> None:
                     None if keywords.empty else keywords.tsquery,
                     keywords.words,
                 ),
-                "vector call, server": (user, vector, k + ECHO_SLACK, ids),
+                "vector call, server": (user, vector, k + ECHO_SLACK, ids, fetch_vectors),
                 "exact search, server": (user, vector),
             }
 
@@ -121,7 +122,7 @@ async def main() -> None:
                 "default, end to end": lambda: store.search(user, f"{text} [d{n}]"),
                 "keyword call, rows decoded": lambda: store._terms(user, keywords, None),
                 "vector call, rows decoded": lambda: store._details(
-                    user, vector, k + ECHO_SLACK, ids
+                    user, vector, k + ECHO_SLACK, ids, fetch_vectors
                 ),
                 "second stage in Python": stage_python,
                 "embedding alone": lambda: store.embedder.embed_query(f"{text} [{n}]"),

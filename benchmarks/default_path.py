@@ -12,16 +12,21 @@ Two sets of users, in one database:
   pair's embedding by the store's model plus a little noise (so no two are equal; real texts
   and real-model geometry, without embedding 50,000 texts), its HNSW index built
   (`MemoryStore.optimize`), asked --queries LoCoMo questions (a seeded sample).
-The same calls with the query vector given time the database and ranking work alone. A warm-up
-pass over the first calls of every path comes first. Writes docs/benchmarks.md (section
-"default-path").
+The same calls with the query vector given time the database and ranking work alone. The peer
+(issue 36): LangGraph's AsyncPostgresStore in a database of its own on the same server, each
+user's memories the items of namespace (user, "memories") with their texts and the same vectors
+(looked up when stored, not embedded again), `asearch(namespace, query=text, limit=3)` with the
+query embedded by the same model in every call, as ours. A warm-up pass over the first calls
+of every path comes first. Writes docs/benchmarks.md (section "default-path").
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +37,10 @@ from harness.regimes import SEED, Vectors, embed, full, turn_items
 from harness.report import git_revision, machine, publish, table
 from harness.run import parser, run
 from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import PutOp
+from langgraph.store.postgres.aio import AsyncPostgresStore
+from langgraph.store.postgres.base import PostgresIndexConfig
 
 from recall.config import DEFAULT_EMBEDDING_MODEL, Settings
 from recall.embeddings import Vector
@@ -40,8 +49,67 @@ from recall.store import MemoryStore
 LARGE = "large-0"  # as latency.py names its largest users
 NOISE = 0.3  # per-vector noise on the pair's embedding: cosine to it about 0.96
 WARM = 50  # calls of each path before the timed run
-PATHS = ("default", "semantic", "default, vector given", "semantic, vector given")
-TARGETS = {"LoCoMo full users": "<= 1.5 (p50 and p95)", "large user": "<= 2 (p95)"}
+PEER = "peer: AsyncPostgresStore.asearch"
+PATHS = ("default", "semantic", "default, vector given", "semantic, vector given", PEER)
+TARGETS = {"LoCoMo full users": "<= 1.5 (p50 and p95)", "large user": "<= 2 (p50 and p95)"}
+NAMESPACE = "memories"
+PEER_LIMIT = 3  # the store's default limit
+PEER_BATCH = 2000  # puts per `abatch` when loading the peer
+
+
+class PeerEmbeddings(Embeddings):
+    """The store's model for the peer: a stored text's vector is looked up (the one our store
+    holds for it), a query is embedded by the model in every call, in a worker thread as our
+    store embeds one."""
+
+    def __init__(self, model: Embeddings, stored: dict[str, Any]) -> None:
+        self.model = model
+        self.stored = stored
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Each text's stored vector (the model's for a text not stored)."""
+        return [
+            np.asarray(self.stored[t], dtype=np.float32).tolist()
+            if t in self.stored
+            else self.model.embed_query(t)
+            for t in texts
+        ]
+
+    def embed_query(self, text: str) -> list[float]:
+        """The query's vector by the model."""
+        return list(self.model.embed_query(text))
+
+    async def aembed_query(self, text: str) -> list[float]:
+        """As `embed_query`, in a worker thread."""
+        return await asyncio.to_thread(self.embed_query, text)
+
+
+def item_text(item: dict[str, Any]) -> str:
+    """The text the peer stores for a memory: its two sides."""
+    return f"{item['user_message']}\n{item['ai_response']}"
+
+
+@asynccontextmanager
+async def peer_store(
+    url: str, model: Embeddings, items: list[dict[str, Any]]
+) -> AsyncIterator[AsyncPostgresStore]:
+    """The peer on `url`, loaded with `items` (our memories, their vectors), open until the
+    block ends."""
+    stored = {item_text(item): item["embedding"] for item in items}
+    index: PostgresIndexConfig = {
+        "dims": len(items[0]["embedding"]),
+        "embed": PeerEmbeddings(model, stored),
+        "fields": ["text"],
+    }
+    async with AsyncPostgresStore.from_conn_string(url, index=index) as peer:
+        await peer.setup()
+        for start in range(0, len(items), PEER_BATCH):
+            batch = items[start : start + PEER_BATCH]
+            await peer.abatch([
+                PutOp((item["user_id"], NAMESPACE), f"m{start + j}", {"text": item_text(item)})
+                for j, item in enumerate(batch)
+            ])  # fmt: skip
+        yield peer
 
 
 def large_user(
@@ -60,11 +128,15 @@ def large_user(
                "embedding": noisy / np.linalg.norm(noisy)}  # fmt: skip
 
 
-def calls(store: MemoryStore, asked: list[tuple[str, str, Vector]]) -> dict[str, list[Call]]:
+def calls(
+    store: MemoryStore, peer: AsyncPostgresStore, asked: list[tuple[str, str, Vector]]
+) -> dict[str, list[Call]]:
     """Each path's call per (user, text, vector): the defaults and semantic-only, the text
-    embedded (cache off), then the same with the vector given."""
+    embedded (cache off), then the same with the vector given; the peer's search."""
 
     def call(user: str, text: str, vector: Vector, path: str) -> Call:
+        if path == PEER:
+            return lambda: peer.asearch((user, NAMESPACE), query=text, limit=PEER_LIMIT)
         given = vector if path.endswith("vector given") else None
         if path.startswith("semantic"):
             return lambda: store.search(user, text, mode="semantic", query_vector=given)
@@ -74,11 +146,11 @@ def calls(store: MemoryStore, asked: list[tuple[str, str, Vector]]) -> dict[str,
 
 
 async def measure(
-    store: MemoryStore, asked: list[tuple[str, str, Vector]]
+    store: MemoryStore, peer: AsyncPostgresStore, asked: list[tuple[str, str, Vector]]
 ) -> dict[str, list[float]]:
     """A warm-up pass over the first `WARM` calls of every path, then every path's calls
     taking turns in blocks: each path's times in ms."""
-    by_path = calls(store, asked)
+    by_path = calls(store, peer, asked)
     for path_calls in by_path.values():
         await timed(path_calls[:WARM])
     return {path: times for path, (times, _found) in (await timed_interleaved(by_path)).items()}
@@ -90,11 +162,42 @@ def rows(label: str, users: str, times: dict[str, list[float]]) -> list[list[str
     p = {path: percentiles(times[path], [50, 95]) for path in PATHS}
     out = []
     for path in PATHS:
+        if path == PEER:
+            continue
         base = p["semantic, vector given" if path.endswith("vector given") else "semantic"]
         ratio = [f"{a / b:.2f}" for a, b in zip(p[path], base, strict=True)]
         target = TARGETS[label] if path == "default" else "-"
         out.append([label, users, path, *(f"{v:.2f}" for v in p[path]), *ratio, target])
     return out
+
+
+def peer_rows(label: str, times: dict[str, list[float]]) -> list[list[str]]:
+    """The peer table's rows of one set of users: the peer's p50 and p95, and the default
+    path's and semantic-only's ratio to it."""
+    peer = percentiles(times[PEER], [50, 95])
+    out = [[label, PEER, *(f"{v:.2f}" for v in peer), "1.00", "1.00", "-"]]
+    for path in ("default", "semantic"):
+        p = percentiles(times[path], [50, 95])
+        ratio = [f"{a / b:.2f}" for a, b in zip(p, peer, strict=True)]
+        target = "<= 1.0 (p95)" if path == "default" else "-"
+        out.append([label, path, *(f"{v:.2f}" for v in p), *ratio, target])
+    return out
+
+
+async def asked_both(
+    store: MemoryStore,
+    peer: AsyncPostgresStore,
+    corpus: Corpus,
+    vectors: Vectors,
+    queries: int,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """The LoCoMo users asked their own questions, then the large user a seeded sample of
+    `queries` of them: each path's times in ms."""
+    own = [(user, text, vectors.queries[n])
+           for n, (user, text, *_rest) in enumerate(corpus.questions)]  # fmt: skip
+    picked = random.Random(SEED).sample(range(len(own)), min(queries, len(own)))
+    large = [(LARGE, own[n][1], own[n][2]) for n in picked]
+    return await measure(store, peer, own), await measure(store, peer, large)
 
 
 async def main() -> None:
@@ -110,29 +213,33 @@ async def main() -> None:
     corpus = load(args.data)
     regime = full(corpus)
     url = await fresh_database("recall_bench_default_path")
+    peer_url = await fresh_database("recall_bench_default_path_peer")
     settings = Settings(database_url=url, embedding_cache_ttl=0, embedding_model=args.model)
     async with MemoryStore.connect(settings) as store:
         await store.warm_up()
         vectors = await embed(store, corpus, echoes=False)
-        await store.add_turns(turn_items(corpus, regime, vectors), batch_size=2000)
+        items = list(turn_items(corpus, regime, vectors))
+        await store.add_turns(items, batch_size=2000)
         started = time.perf_counter()
         rng = np.random.default_rng(SEED)
-        await store.add_turns(large_user(corpus, vectors, args.size, rng), batch_size=5000)
+        large_items = list(large_user(corpus, vectors, args.size, rng))
+        await store.add_turns(large_items, batch_size=5000)
         indexed = await store.optimize()
         print(f"large user: {args.size} memories, index {indexed}, "
               f"{time.perf_counter() - started:.0f} s")  # fmt: skip
         await settle(url)
-        own = [(user, text, vectors.queries[n])
-               for n, (user, text, *_rest) in enumerate(corpus.questions)]  # fmt: skip
-        picked = random.Random(SEED).sample(range(len(own)), min(args.queries, len(own)))
-        large = [(LARGE, own[n][1], own[n][2]) for n in picked]
-        full_times = await measure(store, own)
-        large_times = await measure(store, large)
-    sizes = f"{len(regime.users())} users, {len(own)} questions"
+        started = time.perf_counter()
+        peer_items = items + large_items
+        async with peer_store(peer_url, store.embedder.embeddings, peer_items) as peer:
+            print(f"peer: {len(peer_items)} items, {time.perf_counter() - started:.0f} s")
+            await settle(peer_url, "store", "store_vectors")
+            full_times, large_times = await asked_both(store, peer, corpus, vectors, args.queries)
+    sizes = f"{len(regime.users())} users, {len(full_times[PEER])} questions"
     table_rows = rows("LoCoMo full users", sizes, full_times)
     table_rows += rows(
-        "large user", f"1 user of {args.size:,}, {len(large)} questions", large_times
+        "large user", f"1 user of {args.size:,}, {len(large_times[PEER])} questions", large_times
     )
+    peer_table = peer_rows("LoCoMo full users", full_times) + peer_rows("large user", large_times)
     command = " ".join(["python benchmarks/default_path.py"] + [
         f"{name} {value}" for name, value, default in
         [("--size", args.size, 50_000), ("--queries", args.queries, 400),
@@ -140,6 +247,8 @@ async def main() -> None:
     ])  # fmt: skip
     headers = ["users", "asked", "path", "p50 ms", "p95 ms", "p50 ratio to semantic",
                "p95 ratio to semantic", "target (ratio)"]  # fmt: skip
+    peer_headers = ["users", "path", "p50 ms", "p95 ms", "p50 ratio to the peer",
+                    "p95 ratio to the peer", "target (ratio)"]  # fmt: skip
     body = f"""## The default path against semantic-only, end to end
 
 `{command}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}, {args.model}.
@@ -153,6 +262,12 @@ its pair's embedding plus noise, with its own HNSW index; the LoCoMo users hold 
 conversation (target: issue 29):
 
 {table(headers, table_rows)}
+
+Against the peer, LangGraph's `AsyncPostgresStore.asearch` (its default index: HNSW over every
+namespace's vectors, cosine; limit {PEER_LIMIT}), the same users and questions, its query
+embedded by the same model in every call, taking turns with the paths above:
+
+{table(peer_headers, peer_table)}
 """
     publish("default-path", body, write=not args.no_write)
 

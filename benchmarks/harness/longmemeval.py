@@ -40,6 +40,7 @@ class Record:
     answer: str
     answer_sessions: frozenset[str]
     turns: list[dict[str, Any]] = field(default_factory=list)
+    evidence: frozenset[str] = frozenset()  # the user turns the file marks `has_answer`
 
     @property
     def user(self) -> str:
@@ -65,6 +66,15 @@ def load(path: Path = LONGMEMEVAL) -> list[Record]:
             asked=_date(r["question_date"]),
             answer=str(r["answer"]),
             answer_sessions=frozenset(r["answer_session_ids"]),
+            evidence=frozenset(
+                t["content"]
+                for sid, turns in zip(
+                    r["haystack_session_ids"], r["haystack_sessions"], strict=True
+                )
+                if sid in r["answer_session_ids"]
+                for t in turns
+                if t["role"] == "user" and t.get("has_answer")
+            ),
         )
         haystack = zip(
             r["haystack_dates"], r["haystack_session_ids"], r["haystack_sessions"], strict=True
@@ -101,16 +111,19 @@ def _key(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()  # noqa: S324  # a cache key
 
 
+def saved_vectors(path: Path = VECTORS) -> dict[str, np.ndarray]:
+    """The vectors `vectors` has kept in `path`, by their text's hash."""
+    with np.load(path) as saved:
+        return dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+
+
 async def vectors(
     embedder: Embedder, records: list[Record], path: Path = VECTORS
 ) -> dict[str, np.ndarray]:
     """Each distinct stored text's vector by its hash: read from `path`, the missing ones
     embedded by `embedder` (the store's) (in chunks, the file rewritten after each, so an
     interrupted run resumes)."""
-    have: dict[str, np.ndarray] = {}
-    if path.exists():  # noqa: ASYNC240  # a benchmark's cache, read once
-        with np.load(path) as saved:
-            have = dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+    have = saved_vectors(path) if path.exists() else {}  # noqa: ASYNC240  # read once
     wanted: dict[str, str] = {}
     for record in records:
         for item in record.turns:
@@ -137,3 +150,24 @@ def items(record: Record, table: dict[str, np.ndarray]) -> Iterator[dict[str, An
     """A record's haystack as `add_turns` items for its user, with their vectors."""
     for item in record.turns:
         yield {**item, "user_id": record.user, "embedding": table[_key(stored_text(item))]}
+
+
+NEAR_COPY = 0.9  # bge-small cosine from which a stored turn counts as a copy of another
+
+
+def near_copy(asked: Record, holder: Record, table: dict[str, np.ndarray]) -> bool:
+    """Whether `holder`'s haystack holds `asked`'s evidence: the same session, or a turn whose
+    stored text's vector is within `NEAR_COPY` cosine of one of `asked`'s evidence turns (the
+    user turns marked `has_answer`, or every turn of its answer sessions when none is). Then
+    `asked`'s question is not "never said" to `holder`'s user (issue 35; LongMemEval_S builds
+    its haystacks from shared pools of sessions, so another record's evidence may be here)."""
+    if asked.answer_sessions & {t["metadata"]["session"] for t in holder.turns}:
+        return True
+    wanted = [t for t in asked.turns if t["user_message"] in asked.evidence] or [
+        t for t in asked.turns if t["metadata"]["session"] in asked.answer_sessions
+    ]
+    if not wanted:
+        return False
+    mine = np.vstack([table[_key(stored_text(t))] for t in holder.turns])
+    theirs = np.vstack([table[_key(stored_text(t))] for t in wanted])
+    return bool((theirs @ mine.T).max() >= NEAR_COPY)

@@ -55,13 +55,16 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         "recall.add_turn",  # migration 0019: a turn's repeat lookup and write in one call
         "recall.insert_memory",  # migration 0018: add_memory calls it on the user's worker
         "recall.search_details",  # migration 0014
+        "recall.search_details",  # migration 0021: with or without the vectors
         "recall.search_exact",
         "recall.search_indexed",
         "recall.search_keyword",
+        "recall.search_scoped",  # migration 0021
         "recall.search_terms",  # migration 0014
     ]
-    # migration 0017 reached the workers too: each runs these calls with its owner's rights
-    # and a pinned search_path, and only recall_app (and the owner) may call them
+    # migration 0017 reached the workers too (and 0021 for its call): each runs these calls
+    # with its owner's rights and a pinned search_path, and only recall_app (and the owner) may
+    # call them
     workers = await _rows(
         database_url,
         b"SELECT success, result FROM run_command_on_workers($$"
@@ -70,9 +73,9 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         b"   AND NOT EXISTS (SELECT 1 FROM aclexplode(proacl) AS a WHERE a.grantee = 0))"
         b" FROM pg_proc WHERE pronamespace = 'recall'::regnamespace"
         b" AND proname IN ('add_memory', 'search_details', 'search_exact', 'search_indexed',"
-        b" 'search_keyword', 'search_terms')$$)",
+        b" 'search_keyword', 'search_scoped', 'search_terms')$$)",
     )
-    assert workers and all(w == (True, "6") for w in workers), workers
+    assert workers and all(w == (True, "8") for w in workers), workers
     # migration 0018: the one memory INSERT reached the workers, with its caller's rights
     inserts = await _rows(
         database_url,
@@ -207,7 +210,8 @@ async def test_a_cluster_distributed_before_0018_gets_the_one_insert(databases: 
         older = [m for m in load_migrations() if m.version < 18]
         await apply_migrations(conn, older)
         assert await distribute(conn) == 0  # apply_migrations distributed already
-        assert [m.version for m in load_migrations() if m.version >= 18] == [18, 19]
+        # 0018 is the next to apply (later migrations, such as 0020, come after it)
+        assert min(m.version for m in load_migrations() if m.version >= 18) == 18
     finally:
         await conn.close()
     settings = Settings(database_url=url, embedding_cache_ttl=0)
@@ -229,3 +233,35 @@ async def test_a_cluster_distributed_before_0018_gets_the_one_insert(databases: 
         assert (summary.kind, summary.user_message) == ("summary", "has a dog, Rex")
         [turn] = await store.conversation_recent("u-0018", "c1", 5, kinds=("turn",))
         assert turn.id == added.id
+
+
+async def test_a_cluster_distributed_before_0021_gets_the_scoped_call(
+    databases: Databases,
+) -> None:
+    """Migration 0021 on a cluster already distributed: recall.search_scoped runs on the user's
+    worker, and a long history's search uses it."""
+    url = await databases.create("recall_upgrade_0021")
+    conn = await connect_once(url)
+    try:
+        await apply_migrations(conn, [m for m in load_migrations() if m.version < 21])
+        assert await distribute(conn) == 0  # apply_migrations distributed already
+    finally:
+        await conn.close()
+    settings = Settings(database_url=url, embedding_cache_ttl=0)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
+        await store.add_turns(
+            {"user_id": "u-0021", "user_message": f"entry {i} on subject {i % 50}",
+             "ai_response": "ok"}
+            for i in range(2050)
+        )  # fmt: skip
+        await store.search("u-0021", "subject 7")  # learns the plan
+        vector = await store.embedder.embed_query("subject 7")
+        rows, near = await store.candidates("u-0021", "subject 7", vector, 5)
+        assert len(near) == 5 and rows[0].memories == 300  # BM25 over the nearest
+    functions = await _rows(
+        url,
+        b"SELECT count(*) FROM pg_dist_object WHERE classid = 'pg_proc'::regclass"
+        b" AND objid = 'recall.search_scoped(text, vector, integer, integer, boolean, text,"
+        b" text[], integer, integer, boolean)'::regprocedure AND distribution_argument_index = 0",
+    )
+    assert functions == [(1,)]

@@ -75,6 +75,7 @@ PER_USER_CALLS = {
     "search_exact",
     "search_indexed",
     "search_keyword",
+    "search_scoped",
     "search_terms",
 }
 

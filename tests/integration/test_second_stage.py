@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 from recall.config import Settings
+from recall.search.candidates import CandidateRow
 from recall.search.features import GATE_FEATURES, RANK_FEATURES
+from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import LinearModel, SecondStage
 from recall.store import MemoryStore
-from recall.store.search import SCOPE, SCOPE_FROM
+from recall.store.search import ECHO_SLACK, SCOPE, SCOPE_FROM
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
 
@@ -153,3 +155,71 @@ async def test_a_long_history_takes_bm25_over_its_nearest_memories(
     assert rows and rows[0].memories == SCOPE  # BM25's statistics over the nearest only
     found = await fake_store.search(user, "subject 7", limit=3)
     assert len(found) == 3 and found[0].score is not None
+
+
+async def both_ways(
+    store: MemoryStore, user: str, text: str, k: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[CandidateRow], list[int], list[CandidateRow], list[int]]:
+    """A long history's candidates from the one call (migration 0021) and from the three calls
+    it replaces."""
+    vector = await store.embedder.embed_query(text)
+    rows, near = await store.candidates(user, text, vector, k)
+    with monkeypatch.context() as patched:
+
+        async def three_calls(*_args: object) -> None:
+            return None
+
+        patched.setattr(store, "_scoped", three_calls)
+        old_rows, old_near = await store.candidates(user, text, vector, k)
+    return rows, near, old_rows, old_near
+
+
+def same_candidates(
+    rows: list[CandidateRow], near: list[int], old_rows: list[CandidateRow], old_near: list[int]
+) -> None:
+    def facts(r: CandidateRow) -> tuple[object, ...]:
+        return (r.bm25, r.matched, r.distance, r.prev_bm25, r.next_bm25, r.term_df, r.memories)
+
+    assert {r.id: facts(r) for r in rows} == {r.id: facts(r) for r in old_rows}
+    assert [rows[i].id for i in near] == [old_rows[i].id for i in old_near]
+
+
+@pytest.mark.citus
+async def test_one_call_brings_a_long_history_the_candidates_of_three(
+    fake_store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await fake_store.add_turns(
+        {"user_id": user, "user_message": f"entry {i} on subject {i % 50}", "ai_response": "ok",
+         "conversation_id": f"c{i % 9}", "created_at": T0 + timedelta(minutes=i)}
+        for i in range(SCOPE_FROM + 50)
+    )  # fmt: skip
+    await fake_store.search(user, "subject 7")  # learns the user's plan
+    for text in ("subject 7", "entry 12 on subject 12", "nothing of the kind"):
+        rows, near, old_rows, old_near = await both_ways(fake_store, user, text, 5, monkeypatch)
+        assert rows and len(near) == 5
+        same_candidates(rows, near, old_rows, old_near)
+
+
+@pytest.mark.citus
+async def test_unanswered_questions_among_the_nearest_leave_room_for_answers(
+    fake_store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # more unanswered echoes of the question than the one call brings details for beyond k:
+    # the store asks again the old way, and still finds k answered memories
+    await fake_store.add_turns(
+        [{"user_id": user, "user_message": f"what is subject 7? ({i})",
+          "ai_response": "I'm not sure."} for i in range(ECHO_SLACK + 10)]
+        + [{"user_id": user, "user_message": f"entry {i} on subject {i % 50}",
+            "ai_response": "ok"} for i in range(SCOPE_FROM)]
+    )  # fmt: skip
+    await fake_store.search(user, "subject 7")
+    vector = await fake_store.embedder.embed_query("what is subject 7?")
+    plan = await fake_store._plan_of(user)
+    keywords = keywords_from_text("what is subject 7?")
+    assert await fake_store._scoped(user, vector, plan, keywords, 5) is None  # asks again
+    rows, near, old_rows, old_near = await both_ways(
+        fake_store, user, "what is subject 7?", 5, monkeypatch
+    )
+    assert len(near) == 5
+    assert not any(rows[i].ai_response == "I'm not sure." for i in near)
+    same_candidates(rows, near, old_rows, old_near)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -20,7 +21,7 @@ from recall.basestore.namespaces import join, list_matching, literal_prefix, spl
 from recall.basestore.planning import IndexPlanner
 from recall.config import Settings
 from recall.db.filters import compile_filter
-from recall.db.storeindex import EVERY_NAMESPACE, StoreIndexes
+from recall.db.storeindex import EVERY_NAMESPACE, Breadth, StoreIndexes
 from recall.errors import ConfigError, InvalidInputError
 from recall.testing import FakeEmbeddings
 
@@ -150,3 +151,35 @@ def test_an_index_larger_than_any_measured_is_not_used() -> None:
     planner = _planner({("a", 8): 170_000, ("b", 8): 170_001, (EVERY_NAMESPACE, 8): 340_001})
     assert planner.through("a", 8) == "namespace"
     assert planner.through("b", 8) is None
+
+
+def _calibrated(size: int, ef_search: int, recall: float, vectors: int) -> IndexPlanner:
+    planner = _planner({("a", 8): size})
+    breadths = {("a", 8): Breadth(ef_search, recall, vectors)}
+    planner._indexes = dataclasses.replace(planner._indexes, breadths=breadths)
+    return planner
+
+
+def test_a_calibrated_index_is_searched_as_wide_as_its_calibration_says() -> None:
+    planner = _calibrated(20_000, 100, 0.995, 20_000)
+    assert planner.through("a", 8) == "namespace"
+    assert planner.breadth("a", 8, "namespace") == 100  # the rule would say 400
+
+
+def test_an_index_grown_by_a_quarter_goes_back_to_the_rule_until_calibrated_again() -> None:
+    planner = _calibrated(20_000, 100, 0.995, 20_000)
+    planner.written({"a": 5_000}, 8)  # 25,000: a quarter more, not past it
+    assert planner.breadth("a", 8, "namespace") == 100
+    planner.written({"a": 1}, 8)
+    assert planner.breadth("a", 8, "namespace") == 501  # 25,001 / 50, at least the old 100
+    wide = _calibrated(20_000, 800, 0.995, 20_000)
+    wide.written({"a": 10_000}, 8)
+    assert wide.breadth("a", 8, "namespace") == 800  # never narrower than calibrated before
+
+
+def test_an_index_under_the_floor_is_not_used_unless_it_has_grown_since() -> None:
+    planner = _calibrated(20_000, 1000, 0.95, 20_000)
+    assert planner.through("a", 8) is None
+    planner.written({"a": 6_000}, 8)  # grown: its old recall says nothing now
+    assert planner.through("a", 8) == "namespace"
+    assert planner.breadth("a", 8, "namespace") == 1000

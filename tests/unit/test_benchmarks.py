@@ -58,7 +58,7 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
         "first_run", "fit_second_stage", "hnsw_frontier", "knowledge_update", "latency", "load",
         "locomo", "onnx_spin", "pool_size",
         "probe",
-        "replica", "restatement_probe", "scale_out", "time_probe", "write_cost",
+        "replica", "restatement_probe", "scale_out", "store_parts", "time_probe", "write_cost",
     ]  # fmt: skip
 
 
@@ -680,3 +680,51 @@ def test_no_benchmark_reaches_into_the_tests() -> None:
             ):
                 wrong.append(f"{path.name}:{node.lineno} uses sys.path")
     assert not wrong, wrong
+
+
+def _lme_record(qid: str, sessions: dict[str, list[str]], answer: str, evidence: str = "") -> Any:
+    from datetime import UTC, datetime
+
+    from harness import longmemeval as lme
+
+    when = datetime(2023, 1, 1, tzinfo=UTC)
+    record = lme.Record(qid, "multi-session", f"question {qid}?", when, "answer",
+                        frozenset({answer}), evidence=frozenset({evidence} - {""}))  # fmt: skip
+    for sid, texts in sessions.items():
+        for text in texts:
+            record.turns.append({"user_message": text, "ai_response": "ok",
+                                 "metadata": {"session": sid}})  # fmt: skip
+    return record
+
+
+def test_near_copy_finds_another_records_evidence_by_session_or_by_a_close_vector() -> None:
+    from harness import longmemeval as lme
+
+    texts = ["I adopted a cat named Miso", "I adopted a cat called Miso", "The weather is nice",
+             "Recipe for soup", "My car is red"]  # fmt: skip
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(len(texts), 8))
+    raw[1] = raw[0] + 0.01  # a near copy of the first
+    vecs = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    table = {lme._key(lme.stored_text({"user_message": t, "ai_response": "ok"})): v
+             for t, v in zip(texts, vecs, strict=True)}  # fmt: skip
+    asked = _lme_record("a", {"s1": [texts[0], texts[2]]}, "s1", evidence=texts[0])
+    close = _lme_record("b", {"s7": [texts[1], texts[3]]}, "s7")
+    far = _lme_record("c", {"s8": [texts[2], texts[4]]}, "s8")  # the evidence session's other turn
+    same = _lme_record("d", {"s1": [texts[3]]}, "s9")
+    assert lme.near_copy(asked, close, table)
+    assert not lme.near_copy(asked, far, table)
+    assert lme.near_copy(asked, same, table)  # the evidence session itself
+
+
+def test_boosting_ranks_within_each_group_with_groups() -> None:
+    from harness import boosting
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(400, 3))
+    y = np.zeros(400)
+    for start in range(0, 400, 20):  # in each query the row with the largest first column
+        y[start + int(np.argmax(x[start : start + 20, 0]))] = 1
+    model = boosting.fit(x, y, np.ones(400), ("a", "b", "c"), groups=[20] * 20, rounds=30)
+    top = [int(np.argmax(model.logits(x[s : s + 20]))) for s in range(0, 400, 20)]
+    assert sum(y[s + t] for s, t in zip(range(0, 400, 20), top, strict=True)) >= 18

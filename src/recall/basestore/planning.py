@@ -1,11 +1,17 @@
-"""Which plan a `RecallStore` semantic search takes, and the index builds that searches set off.
+"""Which plan a `RecallStore` semantic search takes, how wide it looks, and the index builds
+and calibrations that writes and searches set off.
 
 Small namespaces are compared exactly (a scan of a few hundred vectors beats any index). A
 namespace with `store_index_threshold` vectors or more gets an HNSW index of its own; a prefix
 holding `store_wide_threshold` vectors or more, and a large share of the store, goes through
-the index over every namespace. Both indexes are built in the background the first time a
-search meets such a namespace or prefix (or at once by `RecallStore.build_indexes`), never on
-the write path. The plan is chosen from what this process knows (the finished indexes, read
+the index over every namespace. A namespace's index is built in the background as soon as a
+write takes it past the threshold (counted after the write's transaction, so a bulk `abatch`
+sets it off as it ends), or the first time a search meets it; the index over every namespace
+the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`). Builds
+never run on the write path. Each index is calibrated once built, and again when it has grown
+by a quarter (`GROWTH`): the smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn
+from its own vectors (`recall.db.calibration`), which its searches then use.
+The plan is chosen from what this process knows (the finished indexes and their breadths, read
 again every few seconds, and the size of each prefix searched, counted in the background every
 five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
 cosines and falls back to the exact scan whenever its page comes back short.
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Literal
 
 import psycopg
@@ -24,11 +30,13 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from recall.config import Settings
+from recall.db.calibration import FLOOR, calibrate_index, record_breadth
 from recall.db.items import prefix_size
 from recall.db.rls import as_owner
 from recall.db.sql import fetch_value
 from recall.db.storeindex import (
     EVERY_NAMESPACE,
+    Breadth,
     StoreIndexes,
     build_store_index,
     namespaces_due,
@@ -44,7 +52,9 @@ INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
 SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
-# How wide an indexed search looks (hnsw.ef_search), by the vectors its index holds: at least
+GROWTH = 0.25  # an index is calibrated again once it holds this share more than when last done
+# How wide a search looks through an index not (yet) calibrated, or grown since (then at least
+# its calibrated breadth), by the vectors the index holds: at least
 # MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
 # Measured on benchmarks/basestore.py's clustered vectors (docs/benchmarks.md): ef_search 100
 # left recall@10 at 0.989 for namespaces of 1,000-9,999 vectors, 0.958 at 20,000, 0.823 at
@@ -76,41 +86,116 @@ class IndexPlanner:
         self._indexes = StoreIndexes({}, 0)
         self._indexes_at = -INDEXES_TTL_S
         self._sizes: dict[str, tuple[int, float]] = {}
+        self._own: dict[str, int] = {}  # namespaces' vectors: counted, plus written since
+        self._grown: dict[tuple[str, int], int] = {}  # vectors written into an index since
         self._queue: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
         self._runner: asyncio.Task[None] | None = None
         self._closed = False
 
     async def refresh(self, conn: AsyncConnection[Any], *, force: bool = False) -> None:
-        """Read the finished indexes again when the last read is older than a few seconds."""
+        """Read the finished indexes again when the last read is older than a few seconds, and
+        calibrate (in the background) those that are not, or have grown since."""
         if force or time.monotonic() - self._indexes_at >= INDEXES_TTL_S:
             self._indexes = await read_store_indexes(conn)
             self._indexes_at = time.monotonic()
+            for ns, dims in self._indexes.names:
+                # a queued or running build calibrates the index itself when it ends
+                if self._stale(ns, dims) and f"build:{dims}:{ns}" not in self._queue:
+                    self._spawn_calibration(ns, dims)
+
+    def _spawn_calibration(self, ns: str, dims: int) -> None:
+        self._spawn(f"calibrate:{dims}:{ns}", lambda: self._calibrate(ns, dims))
+
+    def _spawn_count(self, ns: str, dims: int) -> None:
+        self._spawn(f"own:{dims}:{ns}", lambda: self._count_own(ns, dims))
+
+    async def refresh_now(self) -> None:
+        """Read the finished indexes again now (for a caller that changed them)."""
+        async with self._pool.connection() as conn:
+            await self.refresh(conn, force=True)
 
     def through(self, prefix: str, dims: int) -> Through:
         """The plan of a semantic search under `prefix` (None: the exact scan)."""
         names = self._indexes.names
-        if prefix and (prefix, dims) in names and self._measured(prefix, dims):
+        if prefix and (prefix, dims) in names and self._usable(prefix, dims):
             return "namespace"
         known = self._sizes.get(prefix)
         if (
             known is not None
             and known[0] >= self.wide
             and (EVERY_NAMESPACE, dims) in names
-            and self._measured(EVERY_NAMESPACE, dims)
+            and self._usable(EVERY_NAMESPACE, dims)
             and known[0] * WIDE_SHARE >= self._indexes.vectors
         ):
             return "every"
         return None
 
-    def _measured(self, ns: str, dims: int) -> bool:
-        return self._indexes.sizes.get((ns, dims), 0) <= LARGEST_MEASURED
+    def _usable(self, ns: str, dims: int) -> bool:
+        """A calibrated index that reached the floor; one not calibrated, or grown since (its
+        search then looks as wide as decision 0023's rule), within the sizes decision 0023
+        measured."""
+        calibrated = self._indexes.breadths.get((ns, dims))
+        if calibrated is not None and not self._stale(ns, dims):
+            return calibrated.recall >= FLOOR
+        return self._vectors(ns, dims) <= LARGEST_MEASURED
+
+    def _vectors(self, ns: str, dims: int) -> int:
+        """What the index holds, as far as this process knows: its estimate (a vacuum's
+        count), or its calibration's count plus what this process wrote into it since."""
+        calibrated = self._indexes.breadths.get((ns, dims))
+        since = calibrated.vectors if calibrated is not None else 0
+        grown = since + self._grown.get((ns, dims), 0)
+        return max(self._indexes.sizes.get((ns, dims), 0), grown)
+
+    def _stale(self, ns: str, dims: int) -> bool:
+        calibrated = self._indexes.breadths.get((ns, dims))
+        if calibrated is None:
+            return True
+        return self._vectors(ns, dims) > calibrated.vectors * (1 + GROWTH)
 
     def breadth(self, prefix: str, dims: int, through: Through) -> int:
-        """How wide a search through `through` looks (hnsw.ef_search), by its index's size:
-        `hnsw_ef_search`, at least MIN_BREADTH, one more per VECTORS_PER_EF vectors."""
+        """How wide a search through `through` looks (hnsw.ef_search): the index's calibrated
+        breadth; not calibrated, or grown by `GROWTH` since (until calibrated again): the
+        rule of decision 0023 (`hnsw_ef_search`, at least MIN_BREADTH, one more per
+        VECTORS_PER_EF vectors), at least the breadth calibrated before."""
         ns = prefix if through == "namespace" else EVERY_NAMESPACE
-        size = self._indexes.sizes.get((ns, dims), 0)
-        return min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
+        calibrated = self._indexes.breadths.get((ns, dims))
+        if calibrated is not None and not self._stale(ns, dims):
+            return calibrated.ef_search
+        size = self._vectors(ns, dims)
+        rule = min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
+        return max(rule, calibrated.ef_search if calibrated is not None else 0)
+
+    def written(self, counts: Mapping[str, int], dims: int) -> None:
+        """Note the vectors a committed batch wrote, by namespace: a namespace without an
+        index is counted (in the background, up to the threshold) when this process has not
+        counted it yet or when what it wrote since may take it past the threshold, and built
+        when it is there; an indexed one adds to its growth since its calibration."""
+        for ns, count in counts.items():
+            if (ns, dims) in self._indexes.names:
+                self._grown[(ns, dims)] = self._grown.get((ns, dims), 0) + count
+                continue
+            known = self._own.get(ns)
+            if known is not None and known + count < self.threshold:
+                self._own[ns] = known + count
+                continue
+            if len(self._own) >= MAX_SIZES:
+                self._own.clear()
+            self._spawn_count(ns, dims)
+
+    async def _count_own(self, ns: str, dims: int) -> None:
+        try:
+            async with self._pool.connection() as conn:
+                own = int(await fetch_value(
+                    conn, "store_namespace_vectors_upto",
+                    {"ns": ns, "dims": dims, "cap": self.threshold},
+                ) or 0)  # fmt: skip
+        except psycopg.Error:
+            log.exception("store.index.size_failed")
+            return
+        self._own[ns] = own
+        if own >= self.threshold and (ns, dims) not in self._indexes.names:
+            self._spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
 
     def searched(self, prefix: str, dims: int) -> None:
         """Note a semantic search under `prefix`: count the prefix in the background when its
@@ -141,6 +226,8 @@ class IndexPlanner:
             key = next(iter(self._queue))
             try:
                 await self._queue[key]()
+            except Exception:  # one job's bug must not stop the jobs queued behind it
+                log.exception("store.index.job_failed", job=key)
             finally:
                 self._queue.pop(key, None)
 
@@ -168,15 +255,32 @@ class IndexPlanner:
         try:
             async with self._pool.connection() as conn, as_owner(conn):
                 await build_store_index(
-                    conn, ns, dims, m=self._m, ef_construction=self._ef_construction, wait=True
-                )
-                await self.refresh(conn, force=True)
+                    conn, ns, dims, m=self._m, ef_construction=self._ef_construction, wait=True,
+                    analyze=ns != EVERY_NAMESPACE,  # a namespace that just grew: its exact scans
+                )  # fmt: skip
+                await self._calibrate_on(conn, ns, dims)
         except psycopg.Error:
             log.exception("store.index.build_failed", every_namespace=not ns)
 
+    async def _calibrate(self, ns: str, dims: int) -> None:
+        try:
+            async with self._pool.connection() as conn, as_owner(conn):
+                await self._calibrate_on(conn, ns, dims)
+        except psycopg.Error:
+            log.exception("store.index.calibration_failed", every_namespace=not ns)
+
+    async def _calibrate_on(self, conn: AsyncConnection[Any], ns: str, dims: int) -> Breadth:
+        """Calibrate index (`ns`, `dims`) on `conn` (the owner's), record it, read the
+        indexes again."""
+        self._grown.pop((ns, dims), None)
+        breadth = await calibrate_index(conn, ns, dims)
+        await record_breadth(conn, ns, dims, breadth)
+        await self.refresh(conn, force=True)
+        return breadth
+
     async def build_due(self, dims: int, *, every: bool) -> list[str]:
-        """Build now the index of every namespace at or over the threshold (and, with
-        `every`, the index over every namespace); return the namespaces (and '' for the
+        """Build and calibrate now the index of every namespace at or over the threshold (and,
+        with `every`, the index over every namespace); return the namespaces (and '' for the
         latter) indexed by this call.
 
         Raises:
@@ -193,6 +297,7 @@ class IndexPlanner:
                 )
                 if name is not None:
                     built.append(ns)
+                    await self._calibrate_on(conn, ns, dims)
             await self.refresh(conn, force=True)
         return built
 

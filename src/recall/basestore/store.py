@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Generator, Iterable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -28,7 +29,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from recall.basestore.indexing import IndexSpec, resolve_index
 from recall.basestore.namespaces import split, validate_op
-from recall.basestore.operations import is_minutes, prepare, run_read, run_writes
+from recall.basestore.operations import Prepared, is_minutes, prepare, run_read, run_writes
 from recall.basestore.planning import IndexPlanner
 from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings, process_settings
 from recall.db.items import sweep_items
@@ -152,7 +153,8 @@ class RecallStore(BaseStore):
         return self._loop.run_until_complete(self.abatch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run `ops` in one transaction, in their order; return each one's result in order.
+        """Run `ops` in one transaction (a batch of reads only: without one), in their order;
+        return each one's result in order.
 
         Every op is checked and every text embedded before anything is written, so a bad op
         fails the whole batch and changes nothing.
@@ -169,7 +171,7 @@ class RecallStore(BaseStore):
         prepared = await prepare(ops, self._index)
         results: list[Result] = [None] * len(ops)
         try:
-            async with self._pool.connection() as conn, conn.transaction():
+            async with self._pool.connection() as conn, _writing(conn, ops):
                 position = 0
                 while position < len(ops):
                     run: list[tuple[int, PutOp]] = []
@@ -187,6 +189,8 @@ class RecallStore(BaseStore):
                     position += 1
         except psycopg.Error as exc:
             raise StoreError(f"the store's batch failed: {exc}") from exc
+        if self._index is not None:
+            self._planner.written(_vectors_written(prepared), self._index.dims)
         return results
 
     async def setup(self) -> None:
@@ -194,8 +198,9 @@ class RecallStore(BaseStore):
         LangGraph's `AsyncPostgresStore` (which needs `await store.setup()`) runs unchanged."""
 
     async def build_indexes(self, *, every_namespace: bool = False) -> list[tuple[str, ...]]:
-        """Build now the HNSW index of every namespace with `store_index_threshold` vectors or
-        more that has none (searches do it in the background the first time they meet one);
+        """Build and calibrate now the HNSW index of every namespace with
+        `store_index_threshold` vectors or more that has none (writes that take a namespace
+        there, and searches that meet one, do it in the background);
         with `every_namespace`, also the index over every namespace that serves wide prefixes.
         Returns the namespaces indexed by this call (`()` for the index over every namespace).
 
@@ -211,7 +216,8 @@ class RecallStore(BaseStore):
         return [split(ns) if ns else () for ns in built]
 
     async def wait_for_index_builds(self) -> None:
-        """Wait until the counts and index builds that searches set off have finished."""
+        """Wait until the counts, index builds and calibrations that writes and searches set
+        off have finished."""
         await self._planner.wait()
 
     async def sweep_ttl(self) -> int:
@@ -275,6 +281,25 @@ class RecallStore(BaseStore):
     def __repr__(self) -> str:
         dims = self._index.dims if self._index is not None else None
         return f"RecallStore(index_dims={dims}, search_mode={self.search_mode!r})"
+
+
+def _writing(conn: psycopg.AsyncConnection[Any], ops: list[Op]) -> AbstractAsyncContextManager[Any]:
+    """A batch with a put runs in one transaction; a batch of reads needs none (at READ
+    COMMITTED each statement reads its own snapshot either way), which saves the round trips of
+    BEGIN and COMMIT (an indexed search opens its own, pipelined with it)."""
+    if any(isinstance(op, PutOp) for op in ops):
+        return conn.transaction()
+    return nullcontext()
+
+
+def _vectors_written(prepared: Prepared) -> dict[str, int]:
+    """How many vectors a committed batch's puts wrote, by namespace (a namespace's index is
+    built once writes take it past the threshold)."""
+    counts: dict[str, int] = {}
+    for write in prepared.writes.values():
+        if write is not None and write.vectors:
+            counts[write.ns] = counts.get(write.ns, 0) + len(write.vectors)
+    return counts
 
 
 _TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}

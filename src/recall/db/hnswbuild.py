@@ -57,11 +57,15 @@ async def build_index(
     *,
     wait: bool,
     failed_event: str,
+    before: Callable[[], Awaitable[Any]] | None = None,
 ) -> str | None:
     """Build index `name` with `create` (a CREATE INDEX CONCURRENTLY IF NOT EXISTS) unless a
     valid one exists, then `record` it; return its name.
 
-    With `wait=False` the call returns None at once when another build runs. `conn` must be
+    With `wait=False` the call returns None at once when another build runs. `before` runs
+    under the lock when a build is due (an ANALYZE: outside the lock it would deadlock with
+    another process's CREATE INDEX CONCURRENTLY, which waits for its transaction while it waits
+    for the build's lock on the table). `conn` must be
     autocommit (CREATE INDEX CONCURRENTLY cannot run in a transaction); reads and writes go on
     meanwhile. A failure is logged as `failed_event`, with the index's name.
 
@@ -76,6 +80,8 @@ async def build_index(
         if await _is_valid(conn, name) is False:  # a build that died half-way leaves an invalid one
             await drop_index(conn, name)
         if await _is_valid(conn, name) is None:
+            if before is not None:
+                await before()
             await run(conn, "index_build_memory")
             await conn.execute(create)
             await run(conn, "reset_index_build_memory")

@@ -177,8 +177,14 @@ async def _search_indexed(
     near, params = scope(plan.prefix, "v")
     rest: sql.Composable = sql.SQL("FALSE")
     if plan.through == "namespace":
-        near = sql.SQL("v.ns = %(ns)s")
-        rest = sql.SQL("(v.ns >= %(ns_lo)s AND v.ns < %(ns_hi)s)")
+        # a constant: the statement is one index's, prepared once per connection
+        near = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
+        # the children's range as constants too: a generic plan then knows it holds (next to)
+        # nothing when the namespace has no children, and probes the primary key for it
+        rest = sql.SQL("(v.ns >= {} AND v.ns < {})").format(
+            sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi"))
+        )
+        params.pop("ns")
     params = {
         **params,
         **plan.filter.params,
@@ -194,14 +200,18 @@ async def _search_indexed(
         rest=rest,
         filter=plan.filter.condition,
         vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
+        dims=sql.Literal(dims),
     )
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    async with conn.pipeline():  # the knobs and the search in one round trip
+    # the knobs and the search in one round trip, in a transaction of their own (or a
+    # savepoint of the caller's): the knobs hold for it only
+    async with conn.pipeline(), conn.transaction():
         await conn.execute(
             query("store_search_knobs"), {"ef_search": max(plan.ef_search, plan.candidates)}
         )
-        # the index's predicate (ns, dims) must be seen as constants to be proven: a custom plan
-        await cur.execute(statement, params, prepare=False)
+        # the index's predicate (ns, dims) is in the text as constants, so even a generic plan
+        # proves it: prepared, the statement is planned once per index and connection
+        await cur.execute(statement, params, prepare=True)
     return await cur.fetchall()
 
 

@@ -152,13 +152,15 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- as store_search_semantic ranks. {near} is the index's part of the prefix (the namespace
 -- itself, or the whole prefix for the index over every namespace), {rest} what that index does
 -- not hold (a namespace's children: compared exactly, all of them; FALSE otherwise), {vtype}
--- the index's vector type (vector(<dims>)). The caller falls back to store_search_semantic when
+-- the index's vector type (vector(<dims>)), {dims} the dimension as a constant: with the
+-- namespace in {near} a constant too, a generic plan still proves the partial index's
+-- predicate, so the statement is prepared once per index and connection (issue 38). The caller falls back to store_search_semantic when
 -- this returns less than a full page (an item counted once however many vectors it has).
 WITH near AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
     JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
-    WHERE {near} AND v.dims = %(dims)s
+    WHERE {near} AND v.dims = {dims}
       AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
     ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
     LIMIT %(candidates)s
@@ -205,8 +207,9 @@ SELECT count(*) FROM (
 
 -- name: store_indexes
 -- the finished indexes (migration 0015), each with how many vectors it holds (an estimate,
--- counted by the build and by every vacuum since)
-SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint
+-- counted by the build and by every vacuum since) and its calibration (migration 0020)
+SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint AS vectors,
+       x.ef_search, x.calibrated_recall, x.calibrated_vectors
 FROM recall.store_indexes AS x
 LEFT JOIN pg_class AS c ON c.relname = x.index_name AND c.relnamespace = 'recall'::regnamespace
 ORDER BY x.ns, x.dims
@@ -233,3 +236,51 @@ SELECT count(*) FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s
 INSERT INTO recall.store_indexes (ns, dims, index_name)
 VALUES (%(ns)s, %(dims)s, %(index_name)s)
 ON CONFLICT (ns, dims) DO UPDATE SET index_name = excluded.index_name, built_at = now()
+
+-- name: store_calibration_sample
+-- calibration (migration 0020): a random sample of the vectors an index holds ({near}: the
+-- namespace, or TRUE for the index over every namespace)
+SELECT v.embedding FROM recall.store_vectors AS v
+WHERE {near} AND v.dims = %(dims)s
+ORDER BY random()
+LIMIT %(sample)s
+
+-- name: store_calibration_exact
+-- the exact nearest vectors of a sampled one (the column itself, not the index's expression:
+-- no index can answer), with their distances
+SELECT v.ns, v.key, v.field, v.ord, v.embedding <=> %(query)s::vector AS distance
+FROM recall.store_vectors AS v
+WHERE {near} AND v.dims = %(dims)s
+ORDER BY v.embedding <=> %(query)s::vector
+LIMIT %(k)s
+
+-- name: store_calibration_indexed
+-- the same through the index, as wide as hnsw.ef_search ({vtype}: vector(<dims>), {dims} a
+-- constant)
+SELECT v.ns, v.key, v.field, v.ord, v.embedding <=> %(query)s::vector AS distance
+FROM recall.store_vectors AS v
+WHERE {near} AND v.dims = {dims}
+ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
+LIMIT %(k)s
+
+-- name: store_index_calibrated
+UPDATE recall.store_indexes
+SET ef_search = %(ef_search)s, calibrated_recall = %(recall)s,
+    calibrated_vectors = %(vectors)s, calibrated_at = now()
+WHERE ns = %(ns)s AND dims = %(dims)s
+
+-- name: store_namespace_vectors_upto
+-- a namespace's vectors of one dimension, counted up to %(cap)s (what a write-set build needs)
+SELECT count(*) FROM (
+    SELECT 1 FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s LIMIT %(cap)s
+) AS own
+
+-- name: store_analyze
+-- fresh statistics before a namespace's index is built (as the owner): right after a bulk load
+-- the planner has none, and the exact scans that answer until the index is ready would join
+-- the new rows by nested loops (issue 38: 270 ms for 2,000 vectors, from 2 ms)
+ANALYZE recall.store_items, recall.store_vectors
+
+-- name: repeatable_read
+-- the first statement of a transaction that must read one snapshot throughout (calibration)
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ

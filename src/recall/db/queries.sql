@@ -174,10 +174,21 @@ SELECT * FROM recall.search_keyword(
 SELECT * FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, %(scope)s);
 
 -- name: search_details
--- The second stage's vector side (migration 0014): the user's %(limit)s nearest memories
--- (exact; none for 0) and %(ids)s, each with its distance, embedding and conversation
--- neighbours. One call that sets the row-level security key itself.
-SELECT * FROM recall.search_details(%(user_id)s, %(query)s, %(limit)s, %(ids)s);
+-- The second stage's vector side (migration 0014; its vectors only when %(vectors)s: 0021):
+-- the user's %(limit)s nearest memories (exact; none for 0) and %(ids)s, each with its
+-- distance, embedding and conversation neighbours. One call that sets the row-level security
+-- key itself.
+SELECT * FROM recall.search_details(%(user_id)s, %(query)s, %(limit)s, %(ids)s, %(vectors)s);
+
+-- name: search_scoped
+-- A large user's second-stage candidates in one call (migration 0021): their %(scope)s nearest
+-- memories (their own HNSW index when %(indexed)s, else exact), the keyword side over those, and
+-- the details of the first %(near)s of them and of the best %(best)s by BM25 (their vectors when
+-- %(vectors)s). One call that sets the row-level security key itself.
+SELECT * FROM recall.search_scoped(
+    %(user_id)s, %(query)s, %(scope)s, %(candidates)s, %(indexed)s, %(tsquery)s, %(words)s,
+    %(near)s, %(best)s, %(vectors)s
+);
 
 -- name: recent
 SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kind,

@@ -11,10 +11,10 @@ from psycopg import AsyncConnection
 from recall.db.sql import fetch_all
 from recall.embeddings import Vector
 from recall.memory import MemoryRow
-from recall.search.candidates import DetailRow, TermRow
+from recall.search.candidates import DetailRow, ScopedRow, TermRow
 from recall.search.keywords import KeywordQuery
 
-__all__ = ["detail_rows", "keyword_rows", "term_rows", "vector_rows"]
+__all__ = ["detail_rows", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
 
 
 async def vector_rows(
@@ -89,9 +89,43 @@ async def detail_rows(
     vector: Vector,
     limit: int,
     ids: list[UUID],
+    vectors: bool = True,
 ) -> list[DetailRow]:
     """The second stage's vector side (migration 0014): the user's `limit` nearest memories
-    (exact) and `ids`, with their vectors and conversation neighbours."""
-    params = {"user_id": user_id, "query": vector, "limit": limit, "ids": ids}
+    (exact) and `ids`, with their conversation neighbours and (when `vectors`) their vectors
+    (migration 0021)."""
+    params = {"user_id": user_id, "query": vector, "limit": limit, "ids": ids, "vectors": vectors}
     # binary: each candidate's vector arrives as floats, not as text to parse (~3 ms a search)
     return await fetch_all(conn, "search_details", params, DetailRow, binary=True)
+
+
+async def scoped_rows(
+    conn: AsyncConnection[Any],
+    *,
+    user_id: str,
+    vector: Vector,
+    scope: int,
+    index: str | None,
+    ef_search: int,
+    keywords: KeywordQuery,
+    near: int,
+    best: int,
+    vectors: bool = True,
+) -> list[ScopedRow]:
+    """A large user's second-stage candidates in one call (migration 0021): their `scope`
+    nearest memories (their own HNSW index, or exact), the keyword side over those, and the
+    details of the first `near` of them and of their best `best` by BM25 (with their vectors
+    when `vectors`)."""
+    params = {
+        "user_id": user_id,
+        "query": vector,
+        "scope": scope,
+        "candidates": max(scope, ef_search),
+        "indexed": index is not None,
+        "tsquery": None if keywords.empty else keywords.tsquery,
+        "words": keywords.words,
+        "near": near,
+        "best": best,
+        "vectors": vectors,
+    }
+    return await fetch_all(conn, "search_scoped", params, ScopedRow, binary=True)

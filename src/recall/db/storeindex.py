@@ -23,6 +23,7 @@ from recall.db.sql import fetch_value, fetch_values, query, run
 
 __all__ = [
     "EVERY_NAMESPACE",
+    "Breadth",
     "StoreIndexes",
     "build_store_index",
     "namespaces_due",
@@ -37,13 +38,26 @@ EVERY_NAMESPACE = ""
 
 
 @dataclass(frozen=True, slots=True)
+class Breadth:
+    """An index's calibration (migration 0020): the smallest `hnsw.ef_search` that reached the
+    target recall@10 on a sample of its own vectors, the recall measured there, and how many
+    vectors the index held then."""
+
+    ef_search: int
+    recall: float
+    vectors: int
+
+
+@dataclass(frozen=True, slots=True)
 class StoreIndexes:
     """The finished indexes, by (namespace or `EVERY_NAMESPACE`, dims), the table's
-    estimated number of vectors, and each index's (by the same keys as `names`)."""
+    estimated number of vectors, each index's (by the same keys as `names`), and the
+    calibrated ones' breadths."""
 
     names: dict[tuple[str, int], str]
     vectors: int
     sizes: dict[tuple[str, int], int] = field(default_factory=dict)
+    breadths: dict[tuple[str, int], Breadth] = field(default_factory=dict)
 
 
 def store_index_name(ns: str, dims: int) -> str:
@@ -58,11 +72,16 @@ async def read_store_indexes(conn: AsyncConnection[Any]) -> StoreIndexes:
     """Every finished index and its estimated size, and the estimated size of the vectors
     table."""
     cur = await conn.execute(query("store_indexes"))
-    rows = await cur.fetchall()
-    names = {(str(ns), int(dims)): str(name) for ns, dims, name, _ in rows}
-    sizes = {(str(ns), int(dims)): int(size or 0) for ns, dims, _, size in rows}
+    names, sizes, breadths = {}, {}, {}
+    for ns, dims, name, size, ef_search, recall, calibrated in await cur.fetchall():
+        names[(str(ns), int(dims))] = str(name)
+        sizes[(str(ns), int(dims))] = int(size or 0)
+        if ef_search is not None:
+            breadths[(str(ns), int(dims))] = Breadth(
+                int(ef_search), float(recall or 0.0), int(calibrated or 0)
+            )
     vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
-    return StoreIndexes(names, vectors, sizes)
+    return StoreIndexes(names, vectors, sizes, breadths)
 
 
 async def namespaces_due(conn: AsyncConnection[Any], dims: int, threshold: int) -> list[str]:
@@ -93,11 +112,14 @@ async def build_store_index(
     m: int,
     ef_construction: int,
     wait: bool,
+    analyze: bool = False,
 ) -> str | None:
     """Build the HNSW index of `ns` (or of every namespace: `EVERY_NAMESPACE`) at `dims`
     concurrently, and record it; return its name (`recall.db.hnswbuild.build_index`: with
     `wait=False`, None at once when another build runs; `conn` must be autocommit; reads and
-    writes of every namespace go on meanwhile).
+    writes of every namespace go on meanwhile). With `analyze`, the store's tables are analyzed
+    first, under the build lock (after a bulk load the exact scans that answer until the index
+    is ready need statistics).
 
     Raises:
         psycopg.Error: the build failed (the store wraps it).
@@ -110,6 +132,7 @@ async def build_store_index(
         lambda: run(conn, "store_index_record", {"ns": ns, "dims": dims, "index_name": name}),
         wait=wait,
         failed_event="db.store_index.failed",
+        before=(lambda: run(conn, "store_analyze")) if analyze else None,
     )
     if built is not None:
         log.info("db.store_index.built", index=name, dims=dims, every_namespace=not ns)

@@ -1,6 +1,7 @@
 """What the learned second stage knows of one candidate memory (`CandidateRow`), put together
 from the two calls of migration 0014: `recall.search_terms` (`TermRow`: the keyword side, no
-vector) and `recall.search_details` (`DetailRow`: the vector side and the neighbours)."""
+vector) and `recall.search_details` (`DetailRow`: the vector side and the neighbours); for a
+large user both come from one call, `recall.search_scoped` (`ScopedRow`, migration 0021)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from uuid import UUID
 
 import numpy as np
 
-__all__ = ["CandidateRow", "DetailRow", "TermRow", "assemble", "vector_of"]
+__all__ = [
+    "CandidateRow",
+    "DetailRow",
+    "ScopedRow",
+    "TermRow",
+    "assemble",
+    "split_scoped",
+    "vector_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,65 @@ class DetailRow:
     prev_distance: float | None
     next_id: UUID | None
     next_distance: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedRow:
+    """A row of `recall.search_scoped` (migration 0021): by `part`, the terms' statistics (0) or
+    a memory holding a query term (1), as a `TermRow`, or a candidate's details (2), as a
+    `DetailRow`, with `near` its place among the nearest (1-based; None when only BM25 brought
+    it)."""
+
+    part: int
+    near: int | None
+    id: UUID | None
+    bm25: float | None
+    matched: list[int] | None
+    term_df: list[float] | None
+    memories: float | None
+    avgdl: float | None
+    conversation_id: str | None
+    user_message: str | None
+    ai_response: str | None
+    created_at: datetime | None
+    metadata: dict[str, Any] | None
+    kind: str | None
+    distance: float | None
+    embedding: Any
+    doc_len: int | None
+    prev_id: UUID | None
+    prev_distance: float | None
+    next_id: UUID | None
+    next_distance: float | None
+
+
+def split_scoped(
+    rows: list[ScopedRow],
+) -> tuple[list[TermRow], list[DetailRow], list[UUID]]:
+    """`recall.search_scoped`'s rows as the calls they stand for: the keyword side's rows, the
+    details' rows (in the order they came) and the nearest memories among them, nearest
+    first."""
+    terms = [
+        TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories, r.avgdl)
+        for r in rows
+        if r.part != 2
+    ]
+    details: list[DetailRow] = []
+    near: list[tuple[int, UUID]] = []
+    for r in rows:
+        if r.part != 2:
+            continue
+        assert r.id is not None and r.created_at is not None and r.distance is not None
+        details.append(
+            DetailRow(
+                r.id, r.conversation_id, r.user_message or "", r.ai_response or "",
+                r.created_at, r.metadata or {}, r.kind or "", r.distance, r.embedding,
+                r.doc_len or 0, r.prev_id, r.prev_distance, r.next_id, r.next_distance,
+            )
+        )  # fmt: skip
+        if r.near is not None:
+            near.append((r.near, r.id))
+    return terms, details, [i for _n, i in sorted(near)]
 
 
 @dataclass(frozen=True, slots=True)

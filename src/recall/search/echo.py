@@ -12,8 +12,9 @@ and listed by `recent`, until erased.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-__all__ = ["is_question", "is_unanswered", "terms"]
+__all__ = ["CACHED_TEXTS", "is_question", "is_unanswered", "terms"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -43,11 +44,18 @@ _STOP = _words(
 )
 
 
+# A memory's own facts do not depend on the query, and the same memories come back search after
+# search: each is judged once per process and text (issue 36). Bounded: texts are at most a
+# few kB, and a busy process keeps its users' recent candidates.
+CACHED_TEXTS = 8192
+
+
 def terms(text: str) -> frozenset[str]:
     """A text's content words, lower-cased."""
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
+@lru_cache(maxsize=CACHED_TEXTS)
 def is_question(text: str) -> bool:
     """Whether `text` asks something: it ends with "?" or starts with a question word."""
     stripped = text.strip()
@@ -57,6 +65,7 @@ def is_question(text: str) -> bool:
     return first is not None and first.group(0) in _QUESTION_WORDS
 
 
+@lru_cache(maxsize=CACHED_TEXTS)
 def is_unanswered(user_message: str, ai_response: str) -> bool:
     """Whether the stored turn only asks something and got no answer: its user text is a
     question and its reply says nothing new (a "not sure" answer, or no word the question did

@@ -32,11 +32,12 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from recall.search.candidates import CandidateRow, vector_of
-from recall.search.echo import is_question
+from recall.search.echo import CACHED_TEXTS, is_question
 
 __all__ = [
     "GATE_FEATURES",
@@ -169,6 +170,7 @@ def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
     return sum(facts.idf[t - 1] for t in matched if 0 < t <= len(facts.idf)) / facts.idf_sum
 
 
+@lru_cache(maxsize=CACHED_TEXTS)  # a memory's text, judged once per process (issue 36)
 def _has_time(text: str) -> bool:
     """Whether `text` holds a word of time (`_TEMPORAL_WORDS`) or a number."""
     words = {w.lower() for w in _WORDS.findall(text)}

@@ -15,11 +15,11 @@ from psycopg import AsyncConnection
 
 from recall.config import RETRIEVAL_MODES, RetrievalMode
 from recall.db.memories import user_plan
-from recall.db.search import detail_rows, keyword_rows, term_rows, vector_rows
+from recall.db.search import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, MemoryRow, clean_id, clean_text
-from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble
+from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
 from recall.search.echo import is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text, parse_keywords
 from recall.search.ranking import cosine, fuse, row_memory
@@ -211,7 +211,9 @@ class Search(Maintenance):
     ) -> list[Memory]:
         """The default ranking: the candidates (`candidates`), scored and gated in Python."""
         k = max(stage.candidates, limit)
-        rows, near = await self.candidates(uid, text, vector, k, terms=terms)
+        # the candidates' vectors only for a ranker that reads their products with the query's
+        vectors = stage.product_weights is not None
+        rows, near = await self.candidates(uid, text, vector, k, terms=terms, vectors=vectors)
         if not rows:
             return []
         scored = stage.score(text, np.asarray(vector, dtype=np.float64), rows, near)
@@ -231,6 +233,7 @@ class Search(Maintenance):
         k: int,
         *,
         terms: list[TermRow] | None = None,
+        vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query: the user's best `k` memories by cosine
         (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
@@ -241,25 +244,34 @@ class Search(Maintenance):
         Args:
             terms: the keyword side (`recall.search_terms` over all the user's memories),
                 when `search` fetched it while the query was being embedded.
+            vectors: fetch the candidates' vectors (`CandidateRow.embedding`; None without).
 
         Raises:
             StoreError.
         """
         plan = await self._plan_of(user_id)
         keywords = keywords_from_text(query_text)
-        if plan.memories > SCOPE_FROM:  # BM25 over the nearest: the vector side first
+        scoped = None
+        if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
+            scoped = await self._scoped(user_id, query_vector, plan, keywords, k, vectors)
+        if scoped is not None:
+            terms, details, near = scoped
+            unanswered = _unanswered_ids(details)
+        elif plan.memories > SCOPE_FROM:  # the same in three calls
             nearest = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
             terms = await self._terms(user_id, keywords, [r.id for r in nearest])
             # the first k answered ones (judged until k are found, not all SCOPE of them)
             answered = (r.id for r in nearest if not is_unanswered(r.user_message, r.ai_response))
             near = list(islice(answered, k))
-            details = await self._details(user_id, query_vector, 0, near + _best_by_bm25(terms, k))
+            details = await self._details(
+                user_id, query_vector, 0, near + _best_by_bm25(terms, k), vectors
+            )
             unanswered = _unanswered_ids(details)
         else:
             if terms is None:
                 terms = await self._terms(user_id, keywords, None)
             details = await self._details(
-                user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k)
+                user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k), vectors
             )
             unanswered = _unanswered_ids(details)
             # the exact nearest, as recall.search_exact orders them
@@ -268,6 +280,43 @@ class Search(Maintenance):
         rows = assemble(terms, _pick(terms, details, near, k, unanswered))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in near if i in position]
+
+    async def _scoped(
+        self,
+        user_id: str,
+        vector: Vector,
+        plan: Plan,
+        keywords: KeywordQuery,
+        k: int,
+        vectors: bool = True,
+    ) -> tuple[list[TermRow], list[DetailRow], list[UUID]] | None:
+        """A large user's keyword side, the candidates' details and the first `k` answered
+        memories of their `SCOPE` nearest (ids), from one call (`recall.search_scoped`): it
+        brings the details of the first `k + ECHO_SLACK` nearest, and the unanswered questions
+        among them are judged here. None when fewer than `k` of those are answered and the
+        scope holds more: then the three calls of before find the rest."""
+        fetch = k + ECHO_SLACK
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            rows = await scoped_rows(
+                conn,
+                user_id=user_id,
+                vector=vector,
+                scope=SCOPE,
+                index=plan.hnsw_index,
+                ef_search=self.settings.hnsw_ef_search,
+                keywords=keywords,
+                near=fetch,
+                best=fetch,
+                vectors=vectors,
+            )
+        terms, details, nearest = split_scoped(rows)
+        by_id = {d.id: d for d in details}
+        answered = [
+            i for i in nearest if not is_unanswered(by_id[i].user_message, by_id[i].ai_response)
+        ]
+        if len(answered) < k and len(nearest) == fetch:
+            return None
+        return terms, details, answered[:k]
 
     def _overlaps(self, user_id: str) -> bool:
         """Whether the keyword side can run while the query is embedded: the default mode has
@@ -290,10 +339,12 @@ class Search(Maintenance):
             return await term_rows(conn, user_id=user_id, keywords=keywords, scope=scope)
 
     async def _details(
-        self, user_id: str, vector: Vector, limit: int, ids: list[UUID]
+        self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool
     ) -> list[DetailRow]:
         async with self._conn("search", read=True, reader=user_id) as conn:
-            return await detail_rows(conn, user_id=user_id, vector=vector, limit=limit, ids=ids)
+            return await detail_rows(
+                conn, user_id=user_id, vector=vector, limit=limit, ids=ids, vectors=vectors
+            )
 
     async def keyword_search(
         self,

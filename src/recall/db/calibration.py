@@ -1,0 +1,170 @@
+"""How wide a RecallStore index must look (issue 38, decision 0030, migration 0020): the
+smallest `hnsw.ef_search` at which the index finds the exact nearest vectors of probes drawn
+from its own vectors, recorded for the searches through it.
+
+A probe is the normalised mean of `BLEND` random vectors the index holds (`SAMPLE` probes): a
+point where the index has no node and far from any one vector, as a question is from the texts
+that answer it. A stored vector itself is too easy (the graph's build computed its neighbours)
+and so is the midpoint of two. The exact scan gives each probe's true ten nearest; the index,
+at each breadth of `LADDER` in turn, its `CANDIDATES` nearest (as a search re-checks them), of
+which the ten nearest count. The first breadth whose mean recall@10, less 1.645 standard
+errors, reaches `TARGET` (0.99, what searches must keep) is recorded, with the mean measured
+there and the index's size. An index whose mean stays under `FLOOR` even at 1,000 is recorded
+as such, and searches keep the exact scan. The probes were chosen on one namespace of 3,000
+real turns and LongMemEval's questions (benchmarks/store_parts.py, decision 0030): calibrated
+when the index held 2,000 of them, stored vectors, midpoints of two and means of four each
+chose 40, which left the questions at recall@10 0.985-0.986 at 3,000; calibrated at 3,000, the
+mean of four chose 100 (questions: 0.9995 there, 0.985 at 40, 0.992 at 60, 0.997 at 80).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import structlog
+from psycopg import AsyncConnection, sql
+
+from recall.db.sql import fetch_value, query, run
+from recall.db.storeindex import EVERY_NAMESPACE, Breadth
+
+__all__ = ["FLOOR", "LADDER", "TARGET", "calibrate_index", "record_breadth"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+LADDER = (40, 60, 80, 100, 120, 160, 200, 250, 300, 400, 500, 600, 800, 1000)
+TARGET = 0.99  # recall@10 that a breadth must reach: its probes' mean, less 1.645 standard
+# errors (a one-sided 95% bound: 150 probes are a sample of the searches to come)
+Z = 1.645
+FLOOR = 0.99  # under this, even at the widest, searches do not use the index
+SAMPLE = 150  # probes
+BLEND = 4  # sampled vectors per probe
+K = 10
+CANDIDATES = 40  # what a search re-checks (recall.db.items.SearchPlan.candidates, limit 10)
+SAME = 1e-6  # distances this close to the tenth count as ties
+
+
+@dataclass(frozen=True, slots=True)
+class _Probe:
+    vector: Any
+    truth: frozenset[tuple[str, str, str, int]]
+    want: int
+
+
+def _near(ns: str) -> sql.Composable:
+    if ns == EVERY_NAMESPACE:
+        return sql.SQL("TRUE")
+    return sql.SQL("v.ns = {}").format(sql.Literal(ns))
+
+
+def _composed(name: str, **parts: sql.Composable) -> sql.Composed:
+    return sql.SQL(query(name).decode()).format(**parts)
+
+
+def _keys(rows: list[tuple[Any, ...]]) -> list[tuple[tuple[str, str, str, int], float]]:
+    """(ns, key, field, ord) and distance of each row, nearest first."""
+    found = [((r[0], r[1], r[2], r[3]), float(r[4])) for r in rows]
+    return sorted(found, key=lambda f: f[1])
+
+
+async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[_Probe]:
+    near = _near(ns)
+    cur = await conn.execute(
+        _composed("store_calibration_sample", near=near), {"dims": dims, "sample": BLEND * SAMPLE}
+    )
+    # a pgvector `Vector` (the column has no fixed dimension) or an array
+    sampled = [
+        np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float64)
+        for (v,) in await cur.fetchall()
+    ]
+    probes = []
+    exact = _composed("store_calibration_exact", near=near)
+    for start in range(0, len(sampled) - BLEND + 1, BLEND):
+        middle = np.sum(sampled[start : start + BLEND], axis=0)
+        norm = float(np.linalg.norm(middle))
+        if norm == 0.0:
+            continue
+        vector = (middle / norm).astype(np.float32)
+        found = await conn.execute(exact, {"query": vector, "dims": dims, "k": 2 * K})
+        nearest = _keys(await found.fetchall())
+        if not nearest:
+            continue
+        want = min(K, len(nearest))
+        tenth = nearest[want - 1][1]
+        truth = frozenset(row for row, distance in nearest if distance <= tenth + SAME)
+        probes.append(_Probe(vector, truth, want))
+    return probes
+
+
+async def _recall(
+    conn: AsyncConnection[Any], ns: str, dims: int, probes: list[_Probe], ef_search: int
+) -> tuple[float, float]:
+    """The probes' mean recall@10 at `ef_search`, and its one-sided 95% lower bound."""
+    statement = _composed(
+        "store_calibration_indexed",
+        near=_near(ns),
+        dims=sql.Literal(dims),
+        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
+    )
+    scores = []
+    await run(conn, "store_search_knobs", {"ef_search": ef_search})  # to the transaction's end
+    for probe in probes:
+        cur = await conn.execute(statement, {"query": probe.vector, "k": CANDIDATES}, prepare=False)
+        found = [row for row, _ in _keys(await cur.fetchall())]
+        hits = len(set(found[:K]) & probe.truth)
+        scores.append(min(hits, probe.want) / probe.want)
+    spread = float(np.std(scores, ddof=1)) / np.sqrt(len(scores)) if len(scores) > 1 else 0.0
+    return float(np.mean(scores)), float(np.mean(scores)) - Z * spread
+
+
+async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int) -> Breadth:
+    """The breadth index (`ns`, `dims`) needs, and how many vectors it holds, all read in one
+    snapshot (REPEATABLE READ): writes going on meanwhile (a bulk load that set the build off)
+    must not put rows in an index scan that the exact scan did not see. An index with fewer
+    than `BLEND` vectors gets the narrowest breadth, recall 1.
+
+    Raises:
+        psycopg.Error: the database failed.
+    """
+    async with conn.transaction():
+        await run(conn, "repeatable_read")
+        if ns == EVERY_NAMESPACE:
+            vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
+        else:
+            vectors = int(await fetch_value(
+                conn, "store_namespace_vectors", {"ns": ns, "dims": dims}
+            ) or 0)  # fmt: skip
+        probes = await _probes(conn, ns, dims)
+        if not probes:
+            return Breadth(LADDER[0], 1.0, vectors)
+        recall = 0.0
+        for ef_search in LADDER:
+            recall, bound = await _recall(conn, ns, dims, probes, ef_search)
+            if bound >= TARGET:
+                break
+    log.info(
+        "db.store_index.calibrated",
+        every_namespace=not ns,
+        dims=dims,
+        ef_search=ef_search,
+        recall=round(recall, 4),
+        vectors=vectors,
+        sample=len(probes),
+    )
+    return Breadth(ef_search, recall, vectors)
+
+
+async def record_breadth(conn: AsyncConnection[Any], ns: str, dims: int, breadth: Breadth) -> None:
+    """Record an index's calibration (as the tables' owner: the app role only reads them)."""
+    await run(
+        conn,
+        "store_index_calibrated",
+        {
+            "ns": ns,
+            "dims": dims,
+            "ef_search": breadth.ef_search,
+            "recall": breadth.recall,
+            "vectors": breadth.vectors,
+        },
+    )

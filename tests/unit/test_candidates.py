@@ -1,0 +1,44 @@
+"""`recall.search_scoped`'s rows (migration 0021) split into the calls they stand for."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from uuid import UUID
+
+from recall.search.candidates import ScopedRow, split_scoped
+
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def scoped(part: int, key: int | None, near: int | None = None) -> ScopedRow:
+    ident = None if key is None else UUID(int=key)
+    detail = part == 2
+    return ScopedRow(
+        part=part, near=near, id=ident,
+        bm25=None if detail or key is None else float(key), matched=None if detail else [1],
+        term_df=[3.0] if part == 0 else None, memories=300.0 if part == 0 else None,
+        avgdl=9.0 if part == 0 else None,
+        conversation_id="c" if detail else None, user_message="u" if detail else None,
+        ai_response="a" if detail else None, created_at=T0 if detail else None,
+        metadata={} if detail else None, kind="turn" if detail else None,
+        distance=0.1 * (key or 0) if detail else None, embedding=None,
+        doc_len=5 if detail else None, prev_id=None, prev_distance=None, next_id=None,
+        next_distance=None,
+    )  # fmt: skip
+
+
+def test_rows_split_into_terms_details_and_the_nearest_in_order() -> None:
+    rows = [
+        scoped(0, None),
+        scoped(1, 7),
+        scoped(2, 4, near=3),
+        scoped(2, 9),  # brought by BM25 only
+        scoped(2, 2, near=1),
+        scoped(1, 4),
+    ]
+    terms, details, nearest = split_scoped(rows)
+    assert [t.id for t in terms] == [None, UUID(int=7), UUID(int=4)]
+    assert terms[0].term_df == [3.0] and terms[0].memories == 300.0
+    assert [d.id for d in details] == [UUID(int=4), UUID(int=9), UUID(int=2)]  # as they came
+    assert nearest == [UUID(int=2), UUID(int=4)]  # by their place among the nearest
+    assert details[0].distance == 0.4 and details[0].embedding is None
