@@ -6,8 +6,9 @@ against today's `add_turn` (both off), taking turns in blocks in one run.
 One fresh database, the default model (bge-small) warm, the embedding cache off; two users who
 each already hold the same `--seed-turns` LoCoMo turns; two stores on it, each writing for its
 own user, one with
-`link_repeated_turns=False` (today's write: embed, insert), one at the defaults (embed, look for
-a near-duplicate among the user's nearest memories, insert, with three source ids as
+`link_repeated_turns=False` (today's write: embed, insert; the write path of main before issue
+37, c6dfe9a), one at the defaults (embed, then one call that looks for a near-duplicate among
+the user's nearest memories and inserts when there is none, with three source ids as
 provenance). Each writes `--writes` new turns (LoCoMo pairs, each made distinct), in blocks of
 25 taking turns; then 100 repeats each (a turn written before, again in another conversation:
 today a second row, with issue 37 a count on the first). Writes docs/benchmarks.md (section
@@ -104,9 +105,11 @@ async def main() -> None:
 `{command}` on {machine()}, commit {revision},
 {datetime.now():%Y-%m-%d}. `add_turn` one call at a time (the model warm, the embedding cache
 off) for users holding the same {args.seed_turns} turns, one per system: today's write
-(`RECALL_LINK_REPEATED_TURNS` off, no provenance) and issue 37's (three source ids as
-provenance, and the search for a turn it repeats: the user's 10 nearest memories within
-`RECALL_DEDUP_THRESHOLD`, then a word-for-word test), in blocks of 25 taking turns in one run.
+(`RECALL_LINK_REPEATED_TURNS` off, no provenance: `recall.add_memory`, the same call as before
+issue 37) and issue 37's (three source ids as provenance, and the search for a turn it repeats:
+the user's 10 nearest memories within `RECALL_DEDUP_THRESHOLD`, inside the insert's call
+`recall.add_turn`, migration 0019; a word-for-word test and a second call only when one is that
+near), in blocks of 25 taking turns in one run.
 "repeat": a turn written before, again in another conversation: today a second row, with issue
 37 a count on the first (no insert). Repeats linked to the first write: today
 {linked["today"]} of {REPEATS}, issue 37 {linked["issue 37"]} of {REPEATS}. Target (issue 37):

@@ -11,6 +11,7 @@ from recall.db.migrate import apply_migrations, distribute, load_migrations
 from recall.db.pool import connect_once
 from recall.db.sql import query
 from recall.memory import make_turn
+from recall.search.provenance import repeats_of
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -51,6 +52,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
     )
     assert [f[0] for f in functions] == [
         "recall.add_memory",
+        "recall.add_turn",  # migration 0019: a turn's repeat lookup and write in one call
         "recall.insert_memory",  # migration 0018: add_memory calls it on the user's worker
         "recall.search_details",  # migration 0014
         "recall.search_details",  # migration 0021: with or without the vectors
@@ -151,6 +153,36 @@ async def test_counters_follow_bulk_imports_and_erasure(store: MemoryStore, user
     assert all(r[1] == r[3] == 1 + users.index(r[0]) and r[2] == r[4] for r in rows), rows
 
 
+async def test_the_retention_cap_removes_restatements_first_on_each_users_shard(
+    databases: Databases,
+) -> None:
+    """Issue 37: the cap's one DELETE per user (restatements of a stored source first) is
+    routed to the user's shard, for users spread over the shards."""
+    url = await databases.create("recall_cap")
+    async with MemoryStore.connect(
+        Settings(database_url=url), embeddings=FakeEmbeddings(64)
+    ) as store:
+        users = [f"cap-{i}" for i in range(6)]
+        for u in users:
+            [source] = await store.add_turns(
+                [{"user_id": u, "user_message": "I drive a Prius", "ai_response": "ok"}]
+            )
+            quoted = {"recall": {"sources": [source], "quoted": [source], "restates": True}}
+            await store.add_turns(
+                [
+                    {"user_id": u, "user_message": f"What car? {n}", "ai_response": "A Prius.",
+                     "metadata": quoted}
+                    for n in range(3)
+                ]
+                + [{"user_id": u, "user_message": "I live in Oslo", "ai_response": "ok"}]
+            )  # fmt: skip
+        done = await store.apply_retention(max_per_user=2)
+        assert (done.over_cap, done.users) == (3 * len(users), len(users))
+        for u in users:
+            kept = {m.user_message for m in await store.recent(u, 10)}
+            assert kept == {"I drive a Prius", "I live in Oslo"}
+
+
 async def test_recall_store_works_on_the_coordinator(databases: Databases) -> None:
     url = await databases.create("recall_items")
     async with RecallStore.connect(
@@ -169,9 +201,9 @@ async def test_recall_store_works_on_the_coordinator(databases: Databases) -> No
 
 
 async def test_a_cluster_distributed_before_0018_gets_the_one_insert(databases: Databases) -> None:
-    """Migration 0018 on a cluster already distributed by 0017's schema: add_memory's new body
-    calls recall.insert_memory on the user's worker, and a chunk's transaction calls it as the
-    app role; both store their rows."""
+    """Migrations 0018 and 0019 on a cluster already distributed by 0017's schema: add_memory's
+    new body calls recall.insert_memory on the user's worker, a chunk's transaction calls it as
+    the app role, and recall.add_turn finds a repeat there; all store their rows."""
     url = await databases.create("recall_upgrade_0018")
     conn = await connect_once(url)
     try:
@@ -187,6 +219,9 @@ async def test_a_cluster_distributed_before_0018_gets_the_one_insert(databases: 
         added = await store.add_turn("u-0018", "my dog is Rex", "noted", conversation_id="c1")
         again = await store.add_turn("u-0018", "my dog is Rex", "noted", conversation_id="c1")
         assert added.id == again.id  # the same turn, stored once
+        # migration 0019: recall.add_turn looks for a repeat on the user's worker
+        repeat = await store.add_turn("u-0018", "my dog is Rex", "noted", conversation_id="c2")
+        assert repeat.id == added.id and repeats_of(repeat.metadata) == 1
         pending = await store.pending_turns("u-0018", "c1", 10)
         memory = make_turn("u-0018", "has a dog, Rex", "", conversation_id="c1", kind="summary")
         [vector] = await store.embedder.embed_documents([memory.text])

@@ -234,6 +234,12 @@ async def test_a_memory_shows_its_sources_and_restatements(
     assert [m["id"] for m in body["sources"]] == [fact.id]
     assert body["quoted"] == [fact.id]
     assert body["memory"]["restates"] == 1
+    assert body["erased"] == []
+    # its source deleted: the restatement's provenance keeps the id, listed as erased
+    assert await store.delete(alice, fact.id)
+    r = await client.get(f"/recall/api/memories/{again.id}/links", headers=_auth(users, "alice"))
+    body = r.json()
+    assert (body["sources"], body["quoted"], body["erased"]) == ([], [fact.id], [fact.id])
     # another user's memory is not found, whatever its id
     r = await client.get(f"/recall/api/memories/{fact.id}/links", headers=_auth(users, "bob"))
     assert r.status_code == 404

@@ -164,3 +164,73 @@ async def test_links_show_a_memorys_sources_and_restatements(store: MemoryStore,
     back = await store.links(user, restatements[0].id)
     assert back is not None and [m.id for m in back.sources] == [fact.id]
     assert await store.links("someone-else", fact.id) is None
+
+
+async def test_erasing_a_source_leaves_its_restatements_one_slot_and_the_links_say_so(
+    store: MemoryStore, user: str
+) -> None:
+    """Deleting a memory does not delete the turns that restate it: their provenance keeps its
+    id. A search then shows one of them (one slot for the fact), and the inspector's links name
+    the id as erased."""
+    fact, restatements = await _restated(store, user)
+    assert await store.delete(user, fact.id)
+    found = await store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
+    ids = [m.id for m in found]
+    assert len(set(ids) & {r.id for r in restatements}) == 1
+    links = await store.links(user, restatements[0].id)
+    assert links is not None
+    assert (links.sources, links.erased) == ([], [fact.id])
+    # a memory whose sources are stored has none erased
+    kept = await store.add_turn(user, "I live in Portland.", "Noted.")
+    p = Provenance((kept.id, fact.id), (kept.id,), True)
+    again = await store.add_turn(user, "Where do I live?", "In Portland.", provenance=p)
+    links = await store.links(user, again.id)
+    assert links is not None
+    assert ([m.id for m in links.sources], links.erased) == ([kept.id], [fact.id])
+
+
+async def test_a_repeat_is_found_for_a_user_with_an_index_of_their_own(
+    store: MemoryStore, user: str
+) -> None:
+    """recall.add_turn (migration 0019) looks for the repeat through the user's own HNSW index
+    once they have one, as a search does."""
+    async with MemoryStore.connect(
+        store.settings.replace(user_index_threshold=3), embeddings=store.embedder.embeddings
+    ) as small:
+        for n in range(4):
+            await small.add_turn(user, f"unrelated fact number {n} about pears", "ok")
+        await small.search(user, "pears", similarity_threshold=0.0)  # schedules the build
+        await small.wait_for_index_builds()
+        small._plans.pop(user, None)
+        await small.search(user, "pears", similarity_threshold=0.0)  # reads the plan again
+        assert small._plans[user].hnsw_index is not None
+        first = await small.add_turn(user, FACT, "Noted.", conversation_id="a")
+        again = await small.add_turn(user, FACT, "Noted.", conversation_id="b")
+        assert again.id == first.id
+        assert repeats_of(again.metadata) == 1
+        other = await small.add_turn(user, "I drive a Tesla to work every day.", "Noted.")
+        assert other.id != first.id
+
+
+async def test_a_turn_with_no_near_memory_is_stored_in_one_call(
+    store: MemoryStore, user: str
+) -> None:
+    """Issue 37: the repeat lookup rides on the insert's call (recall.add_turn)."""
+    await store.add_turn(user, "I live in Portland.", "Noted.")
+    calls: list[str] = []
+    original = store._conn
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    store._conn = counting  # type: ignore[method-assign]
+    try:
+        fact = await store.add_turn(user, FACT, "Noted.")
+        assert calls == ["add_turn"]
+        calls.clear()
+        assert (await store.add_turn(user, FACT, "Noted.")).id == fact.id  # a retry: one call
+        assert calls == ["add_turn"]
+    finally:
+        del store._conn
+    assert len(await store.recent(user, 5)) == 2

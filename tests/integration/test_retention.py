@@ -238,3 +238,46 @@ def test_retention_days_past_a_century_are_refused_where_they_enter() -> None:
     with pytest.raises(ConfigError, match="RECALL_RETENTION_DAYS=1000000 is invalid"):
         Settings.from_env({"RECALL_RETENTION_DAYS": "1000000"})
     assert Settings(retention_days=MAX_RETENTION_DAYS).retention_days == 36500
+
+
+async def test_the_cap_removes_restatements_whose_source_is_stored_first(
+    own_store: MemoryStore,
+) -> None:
+    """Issue 37: over the cap, the restatements of a stored source go first (oldest first),
+    then the other memories oldest first; a restatement whose source was erased, or metadata
+    under "recall" that is not provenance, is an ordinary memory."""
+    [source] = await own_store.add_turns(_turns("ann", [50]))
+    gone = str(uuid4())  # a source erased earlier: its id dangles
+
+    def restating(text: str, age: int, quoted: Any, restates: Any = True) -> dict[str, Any]:
+        recall = {"sources": quoted, "quoted": quoted, "restates": restates}
+        return {**_turns("ann", [age])[0], "user_message": text, "metadata": {"recall": recall}}
+
+    await own_store.add_turns(
+        [
+            restating("old restatement", 40, [source]),
+            restating("new restatement", 2, [gone, source]),
+            restating("orphan", 45, [gone]),
+            restating("not one", 44, [source], restates=False),
+            restating("hand-written", 43, "not a list"),
+            restating("bad ids", 42, ["x", 7, {"a": 1}]),
+            *[
+                {**t, "user_message": f"plain {t['created_at'].day}"}
+                for t in _turns("ann", [30, 20])
+            ],
+        ]
+    )
+    assert len(await _texts(own_store, "ann")) == 9
+    # 9 memories, cap 6: the two restatements of `source` (though one is the newest memory),
+    # then the oldest other memory (`source` itself, 50 days)
+    assert await own_store.apply_retention(max_per_user=6, now=NOW) == Retention(
+        over_cap=3, users=1
+    )
+    assert await _texts(own_store, "ann") == {
+        "orphan", "not one", "hand-written", "bad ids", "plain 2", "plain 12",
+    }  # fmt: skip
+    # with its source gone, no restatement is left to go first: the oldest go
+    assert await own_store.apply_retention(max_per_user=4, now=NOW) == Retention(
+        over_cap=2, users=1
+    )
+    assert await _texts(own_store, "ann") == {"hand-written", "bad ids", "plain 2", "plain 12"}

@@ -193,3 +193,16 @@ def test_only_a_slot_the_query_asks_about_puts_the_newer_first() -> None:
         new,
         old,
     ]
+
+
+def test_a_restatement_whose_source_on_the_subject_is_gone_keeps_its_slot() -> None:
+    """Issue 37: provenance keeps the ids of erased memories. A restatement of two facts whose
+    fact on the query's subject was erased does not hand its slot to the other fact."""
+    car, home = Row("I drive a Toyota Prius."), Row("I live in Portland.")
+    both = restating(home, car)  # its reply: "You drive a Prius."
+    other = Row("I like tea")
+    assert run("Which car do I drive?", [both, home, other], [0.9, 0.3, 0.6]) == [both, other]
+    # both present: the source the query is about, as before
+    assert run("Which car do I drive?", [both, home, car], [0.9, 0.3, 0.2])[0] is car
+    # the source present is on the query's subject: it takes the slot
+    assert run("Where do I live?", [restating(home, car), home], [0.9, 0.3])[0] is home

@@ -11,7 +11,7 @@ from uuid import UUID
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from recall.db.rows import AddedMemory, ConversationSummary, ForgottenUser, UserPlan
+from recall.db.rows import AddedMemory, ConversationSummary, ForgottenUser, TurnWrite, UserPlan
 from recall.db.sql import fetch_all, fetch_one, fetch_value, fetch_values, run
 from recall.embeddings import Vector
 from recall.memory import MemoryRow, Turn
@@ -19,6 +19,7 @@ from recall.memory import MemoryRow, Turn
 __all__ = [
     "MEMORY_COLUMNS",
     "add_memory",
+    "add_turn",
     "conversation_recent",
     "count_repeat",
     "delete_memory",
@@ -80,6 +81,33 @@ async def add_memory(
     trip, one transaction, no scope needed. None: the row was deleted between its statements.
     """
     return await fetch_one(conn, "add_memory", memory_params(turn, vector, model_name), AddedMemory)
+
+
+async def add_turn(
+    conn: AsyncConnection[Any],
+    turn: Turn,
+    vector: Vector,
+    model_name: str,
+    *,
+    max_distance: float,
+    nearest: int,
+    candidates: int,
+) -> list[TurnWrite]:
+    """Store one turn unless it repeats: `recall.add_turn` (migration 0019), one round trip.
+
+    Returns:
+        One row with `inserted` true or false (stored now, or the same turn stored before),
+        or the user's `nearest` memories of the turn's kind within `max_distance` (cosine
+        distance), `inserted` None, and nothing stored: the caller decides whether the turn
+        repeats one of them. Empty: the row was deleted between its statements.
+    """
+    params = {
+        **memory_params(turn, vector, model_name),
+        "max_distance": max_distance,
+        "nearest": nearest,
+        "candidates": max(nearest, candidates),
+    }
+    return await fetch_all(conn, "add_turn", params, TurnWrite)
 
 
 async def recent_memories(conn: AsyncConnection[Any], user_id: str, limit: int) -> list[MemoryRow]:
@@ -174,7 +202,8 @@ async def forget_before(conn: AsyncConnection[Any], user_id: str, before: dateti
 
 
 async def forget_over_cap(conn: AsyncConnection[Any], user_id: str, keep: int) -> int:
-    """Delete all but the user's `keep` newest memories; return how many."""
+    """Delete all but `keep` of the user's memories, restatements of a stored source first,
+    then the oldest (queries.sql `forget_over_cap`); return how many."""
     return await run(conn, "forget_over_cap", {"user_id": user_id, "keep": keep})
 
 

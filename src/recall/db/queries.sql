@@ -67,6 +67,19 @@ SELECT memory_id, memory_created_at FROM recall.insert_memory(
     %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s
 );
 
+-- name: add_turn
+-- One turn in one call with its repeat lookup (migration 0019, issue 37): the same turn again
+-- (`inserted` false), else the user's %(nearest)s nearest memories of its kind within
+-- %(max_distance)s (`inserted` NULL, nothing stored), else the turn stored (`inserted` true).
+SELECT r_id AS id, r_created_at AS created_at, r_inserted AS inserted,
+       r_conversation_id AS conversation_id, r_user_message AS user_message,
+       r_ai_response AS ai_response, r_metadata AS metadata, r_kind AS kind
+FROM recall.add_turn(
+    %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s, %(created_at)s,
+    %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s,
+    %(max_distance)s, %(nearest)s, %(candidates)s
+);
+
 -- name: add_memory
 -- One turn in one call (migration 0009; its live body: 0018): sets the row-level security key
 -- itself, inserts (through recall.insert_memory) unless the user has the same content hash
@@ -261,15 +274,36 @@ DELETE FROM recall.memories WHERE user_id = %(user_id)s;
 DELETE FROM recall.memories WHERE user_id = %(user_id)s AND created_at < %(before)s;
 
 -- name: forget_over_cap
--- The user's memories beyond their %(keep)s newest: the oldest go (retention's per-user cap).
--- The subquery names the whole key and both sides the user, so Citus routes the statement to
--- the user's one shard.
+-- The user's memories beyond the %(keep)s that retention's per-user cap keeps (issue 37): the
+-- restatements whose source is still stored go first, oldest first (what they say is kept by
+-- the source), then the other memories, oldest first. A restatement is what
+-- recall.search.provenance marks one: metadata "recall" has "restates": true and "quoted"
+-- names a memory of the user; one whose sources were all erased is the last holder of what it
+-- says and counts as any other memory. Metadata written by hand is read defensively (the CASE
+-- reads "quoted" only when it is an array, and an element only when it is a UUID's text).
+-- Every subquery names the user, so Citus routes the statement to the user's one shard.
 DELETE FROM recall.memories
 WHERE user_id = %(user_id)s
   AND (user_id, id) IN (
-      SELECT user_id, id FROM recall.memories
-      WHERE user_id = %(user_id)s
-      ORDER BY created_at DESC, id DESC
+      SELECT m.user_id, m.id FROM recall.memories AS m
+      WHERE m.user_id = %(user_id)s
+      ORDER BY
+          CASE
+              WHEN m.metadata #> '{recall,restates}' = 'true'::jsonb
+                   AND jsonb_typeof(m.metadata #> '{recall,quoted}') = 'array'
+              THEN EXISTS (
+                  SELECT 1
+                  FROM jsonb_array_elements_text(m.metadata #> '{recall,quoted}') AS q (id)
+                  JOIN recall.memories AS s
+                    ON s.user_id = %(user_id)s
+                   AND s.id = CASE
+                       WHEN q.id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                       THEN q.id::uuid
+                   END
+              )
+              ELSE false
+          END,
+          m.created_at DESC, m.id DESC
       OFFSET %(keep)s
   );
 

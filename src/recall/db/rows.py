@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 from uuid import UUID
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ShardResult",
     "StoreItemRow",
     "StoreStats",
+    "TurnWrite",
     "UserBucket",
     "UserPlan",
     "VectorExtension",
@@ -39,6 +41,22 @@ class AddedMemory:
     memory_id: UUID
     memory_created_at: datetime
     inserted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TurnWrite:
+    """`add_turn` (migration 0019): a stored turn (`inserted` true, or false for the same
+    turn stored before; its texts then as stored, or None when just inserted), or one of the
+    user's nearest memories within the repeat distance (`inserted` None: nothing stored)."""
+
+    id: UUID
+    created_at: datetime
+    inserted: bool | None
+    conversation_id: str | None
+    user_message: str | None
+    ai_response: str | None
+    metadata: dict[str, Any] | None
+    kind: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,11 @@ of the candidates fill the limit's slots, never their scores' meaning.
    statement shares the most content words with the query, then the nearest by cosine; even
    one the gate left below the threshold: the restatement was
    relevant only by what it restates. Its source takes the restatement's score when that is
-   higher.
+   higher. When some of its sources are not among the candidates (not retrieved, or erased:
+   provenance keeps the ids of deleted memories) and none of those present shares a content
+   word with the query while the restatement does, the restatement keeps its slot: what it
+   repeats about the query's subject is not among the candidates, and a source on another
+   subject would take the slot of the one memory still holding it.
 2. One slot per fact: a restatement whose source is shown, or which restates what another
    shown restatement does, is left out. A turn that quotes a source but adds something of its
    own is not a restatement and keeps its slot.
@@ -98,6 +102,11 @@ def arrange(
         shared = len(asked & terms(said(rows[i].user_message, rows[i].ai_response)))
         return (-shared, -nearness[i], rank[i])
 
+    def _off_topic(present: list[int], i: int) -> bool:
+        """None of the sources present shares a content word with the query, and the
+        restatement `i` does (module docstring, 1.)."""
+        return nearest(min(present, key=nearest))[0] == 0 and nearest(i)[0] < 0
+
     by_id = {str(rows[i].id): i for i in order}
     statement = [_statement_slots(r, p) for r, p in zip(rows, provenance, strict=True)]
     out: list[tuple[int, float]] = []
@@ -145,6 +154,8 @@ def arrange(
             if any(q in restated for q in p.quoted):
                 continue  # its fact already has a slot
             present = [by_id[q] for q in p.quoted if q in by_id]
+            if len(present) < len(p.quoted) and present and _off_topic(present, i):
+                present = []  # what it restates on the query's subject is not here: itself
             # a source that is itself a restatement leads on to its own source
             for _ in range(3):
                 if not present:

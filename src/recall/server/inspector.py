@@ -90,8 +90,8 @@ def _memory(m: Memory) -> dict[str, Any]:
 
 async def links(request: Request, user: str, store: MemoryStore) -> Response:
     """One of the user's memories with the memories retrieved for its turn (`sources`, with
-    `quoted` naming those its reply quoted) and the memories that restate it (404 when it is
-    not one of theirs)."""
+    `quoted` naming those its reply quoted; `erased`, the ids of those since deleted) and the
+    memories that restate it (404 when it is not one of theirs)."""
     found = await store.links(user, request.path_params["memory_id"])
     if found is None:
         return _error(404, "no such memory")
@@ -102,6 +102,7 @@ async def links(request: Request, user: str, store: MemoryStore) -> Response:
             "sources": [_memory(m) for m in found.sources],
             "quoted": list(provenance.quoted) if provenance else [],
             "restatements": [_memory(m) for m in found.restatements],
+            "erased": found.erased,
         }
     )
 

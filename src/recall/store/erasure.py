@@ -40,7 +40,8 @@ class Retention:
 
     Attributes:
         expired: memories older than the retention days.
-        over_cap: memories beyond a user's cap (the oldest of the user's).
+        over_cap: memories beyond a user's cap: restatements whose source is stored first,
+            then the oldest of the others.
         users: users who lost at least one memory.
     """
 
@@ -110,10 +111,11 @@ class Erasure(StoreBase):
         max_per_user: int | None = None,
         now: datetime | None = None,
     ) -> Retention:
-        """Remove every user's memories older than `days`, then each user's oldest beyond
-        `max_per_user`: an age pass over the users, then a cap pass, each removing one user's
-        memories per transaction. A failure leaves the removals before it done: users the age
-        pass reached may not have had the cap pass yet.
+        """Remove every user's memories older than `days`, then each user's beyond
+        `max_per_user` (issue 37: first the restatements whose source is still stored, oldest
+        first, then the oldest of the others): an age pass over the users, then a cap pass,
+        each removing one user's memories per transaction. A failure leaves the removals
+        before it done: users the age pass reached may not have had the cap pass yet.
 
         Args:
             days: the age limit; None: `settings.retention_days` (None there: no age limit).

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
@@ -42,11 +42,15 @@ class MemoryLinks:
         sources: the memories retrieved for its turn that are still stored, oldest first
             (its metadata lists which its reply quoted).
         restatements: the memories whose reply quoted it, oldest first (at most 100).
+        erased: the ids its provenance records that are no longer stored (deleting a memory
+            leaves its id in the provenance of the turns it was retrieved for), in the
+            provenance's order.
     """
 
     memory: Memory
     sources: list[Memory]
     restatements: list[Memory]
+    erased: list[str] = field(default_factory=list)
 
 
 class Reads(StoreBase):
@@ -169,8 +173,10 @@ class Reads(StoreBase):
             ids = [UUID(i) for i in provenance.sources] if provenance is not None else []
             sources = await memories_by_ids(conn, uid, ids) if ids else []
             restating = await restatements_of(conn, uid, mid, MAX_RESTATEMENTS)
+        stored = {str(r.id) for r in sources}
         return MemoryLinks(
             memory=row_memory(row),
             sources=[row_memory(r) for r in sources],
             restatements=[row_memory(r) for r in restating],
+            erased=[i for i in provenance.sources if i not in stored] if provenance else [],
         )

@@ -4,48 +4,85 @@ that memory instead of being stored again (issue 37, decision 0029)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from uuid import UUID
 
 import structlog
 
-from recall.db.memories import count_repeat
+from recall.db.memories import add_turn, count_repeat
 from recall.embeddings import Vector
-from recall.memory import Memory, Turn, embedding_text
+from recall.errors import StoreError
+from recall.memory import Memory, MemoryRow, Turn, embedding_text
 from recall.search.provenance import near_duplicate
 from recall.search.ranking import row_memory
 from recall.store.search import Search
 
-__all__ = ["Repeats"]
+__all__ = ["NEAREST", "Repeats"]
 
 log = structlog.stdlib.get_logger(__name__)
 
-NEAREST = 10  # stored memories a new turn is compared with, the nearest first (near-variants of
-# one text, "... (1)", "... (2)", can hold the first places)
+NEAREST = 10
+"""Stored memories a new turn is compared with, the nearest first (near-variants of one text,
+"... (1)", "... (2)", can hold the first places)."""
 
 
 class Repeats(Search):
-    """Finds the stored memory a new turn repeats (the search plan of `Search` finds its
-    nearest), and counts the repeat on it."""
+    """Stores a turn, or finds the stored memory it repeats and counts the repeat on it."""
 
-    async def _repeat_of(self, turn: Turn, vector: Vector) -> Memory | None:
-        """The stored memory `turn` repeats, with the repeat counted, or None (store it).
+    async def _write_or_near(
+        self, turn: Turn, vector: Vector
+    ) -> tuple[UUID, datetime, bool] | list[MemoryRow]:
+        """Store `turn` unless one of the user's memories of its kind is within
+        `settings.dedup_threshold` (cosine): `recall.add_turn` (migration 0019), one round trip.
 
-        A repeat is a memory of the same user and kind within `settings.dedup_threshold`
-        (cosine) whose text `turn`'s repeats almost word for word
-        (`recall.search.provenance.near_duplicate`): its metadata counts it (`repeats`) and
-        keeps when it was last seen. The same turn again (same conversation and texts, the
-        same content hash: a retry) is not a repeat; the insert returns it as it is.
+        Returns:
+            The stored turn's id, date and whether this call inserted it (false: the same turn
+            was stored before, a retry); or, with nothing stored, the user's `NEAREST` memories
+            of its kind that near, nearest first, for `_repeat_among`.
+
+        Raises:
+            StoreError: the database failed, or the row was deleted while it was stored.
         """
-        rows = await self._vector_search(
-            turn.user_id, vector, NEAREST, 1.0 - self.settings.dedup_threshold
-        )
+        async with self._conn("add_turn", fence=(turn.user_id,)) as conn:
+            rows = await add_turn(
+                conn,
+                turn,
+                vector,
+                self.embedder.name,
+                max_distance=1.0 - self.settings.dedup_threshold,
+                nearest=NEAREST,
+                candidates=self.settings.hnsw_ef_search,
+            )
+        if not rows:  # deleted between its two statements: store it again next time
+            raise StoreError("add_turn: the turn was deleted while it was being stored")
+        if rows[0].inserted is not None:
+            return (rows[0].id, rows[0].created_at, rows[0].inserted)
+        return [
+            MemoryRow(
+                id=r.id,
+                conversation_id=r.conversation_id,
+                user_message=r.user_message or "",
+                ai_response=r.ai_response or "",
+                created_at=r.created_at,
+                metadata=r.metadata or {},
+                kind=r.kind or turn.kind,
+                distance=None,
+                bm25=None,
+            )
+            for r in rows
+        ]
+
+    async def _repeat_among(self, turn: Turn, rows: list[MemoryRow]) -> Memory | None:
+        """The memory among `rows` (the user's nearest of `turn`'s kind) that `turn` repeats,
+        with the repeat counted, or None (store it).
+
+        A repeat is one whose text `turn`'s repeats almost word for word
+        (`recall.search.provenance.near_duplicate`): its metadata counts it (`repeats`) and
+        keeps when it was last seen. The same turn again (a retry, the same content hash) never
+        reaches here: `recall.add_turn` returns it as it is.
+        """
         text = turn.text
         for row in rows:
-            same_turn = (
-                row.conversation_id == turn.conversation_id
-                and row.user_message == turn.user_message
-                and row.ai_response == turn.ai_response
-            )
-            if row.kind != turn.kind or same_turn:
+            if row.kind != turn.kind:
                 continue
             if not near_duplicate(text, embedding_text(row.user_message, row.ai_response)):
                 continue

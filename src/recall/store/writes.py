@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import structlog
 
@@ -73,26 +75,36 @@ class Writes(Repeats):
             StoreError: the database failed; nothing is stored.
         """
         [vector] = await self.embedder.embed_documents([turn.text])
+        stored: tuple[UUID, datetime, bool] | None = None
         if self.settings.link_repeated_turns:
-            repeated = await self._repeat_of(turn, vector)
-            if repeated is not None:
-                self._note_added(turn.user_id, 0)
-                return repeated
-        # recall.add_memory sets the row-level security key itself (migration 0009): one
-        # round trip, one transaction
-        async with self._conn("add_turn", fence=(turn.user_id,)) as conn:
-            row = await add_memory(conn, turn, vector, self.embedder.name)
-        if row is None:  # deleted between its two statements: store it again next time
-            raise StoreError("add_turn: the turn was deleted while it was being stored")
-        self._note_added(turn.user_id, int(row.inserted))
-        log.debug("memory.add.done", inserted=row.inserted)
+            # recall.add_turn (migration 0019): the repeat lookup and the insert in one call;
+            # a second only when one of the user's memories is within the dedup threshold
+            near = await self._write_or_near(turn, vector)
+            if isinstance(near, tuple):
+                stored = near
+            else:
+                repeated = await self._repeat_among(turn, near)
+                if repeated is not None:
+                    self._note_added(turn.user_id, 0)
+                    return repeated
+        if stored is None:
+            # recall.add_memory sets the row-level security key itself (migration 0009): one
+            # round trip, one transaction
+            async with self._conn("add_turn", fence=(turn.user_id,)) as conn:
+                row = await add_memory(conn, turn, vector, self.embedder.name)
+            if row is None:  # deleted between its two statements: store it again next time
+                raise StoreError("add_turn: the turn was deleted while it was being stored")
+            stored = (row.memory_id, row.memory_created_at, row.inserted)
+        memory_id, created_at, inserted = stored
+        self._note_added(turn.user_id, int(inserted))
+        log.debug("memory.add.done", inserted=inserted)
         return Memory(
-            id=str(row.memory_id),
+            id=str(memory_id),
             user_message=turn.user_message,
             ai_response=turn.ai_response,
             similarity=None,
             conversation_id=turn.conversation_id,
-            created_at=row.memory_created_at,
+            created_at=created_at,
             metadata=turn.metadata,
             kind=turn.kind,
         )

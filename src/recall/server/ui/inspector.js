@@ -83,6 +83,9 @@ function linksItem(id) {
         return p;
       };
       box.append(list("retrieved for it", body.sources), list("restated by", body.restatements));
+      if (body.erased && body.erased.length) {
+        box.append(el("p", "erased", `${body.erased.length} erased since`));
+      }
     } catch (error) {
       box.append(el("p", "error", error.message));
     }
