@@ -342,14 +342,21 @@ def _own(cases: Iterable[Case]) -> list[Case]:
     return [c for c in cases if c.kind == "own" and c.regime != "repeated" and c.ids]
 
 
+OBJECTIVES = ("lambdarank", "binary")
+OBJECTIVE = ["lambdarank"]  # the ranker's objective in use: set once from --objective
+
+
 def fit_ranker(cases: Sequence[Case]) -> TreeModel:
-    """The ranker's trees over the candidates of the own cases that hold evidence (a query
-    without any teaches a ranking objective nothing), each case a query (LambdaRank)."""
-    own = [c for c in _own(cases) if c.labels.any()]
+    """The ranker's trees over the own cases' candidates. LambdaRank: each case a query, only
+    those that hold evidence (a query without any teaches a ranking objective nothing);
+    binary: every candidate of every own case scored alone, relevant or not."""
+    ranking = OBJECTIVE[0] == "lambdarank"
+    own = [c for c in _own(cases) if c.labels.any() or not ranking]
     x = np.vstack([c.x for c in own])
     y = np.concatenate([c.labels for c in own])
     w = np.concatenate([[c.weight] * len(c.ids) for c in own])
-    return boosting.fit(x, y, w, RANK_FEATURES, groups=[len(c.ids) for c in own])
+    groups = [len(c.ids) for c in own] if ranking else None
+    return boosting.fit(x, y, w, RANK_FEATURES, groups=groups)
 
 
 def fit_intent(cases: Sequence[Case], excluded: frozenset[int]) -> tuple[np.ndarray, float]:
@@ -627,6 +634,21 @@ def mark_near_copies(cases: Sequence[Case]) -> None:
         )
 
 
+def fewer_extra(cases: Sequence[Case], keep: int) -> list[Case]:
+    """`cases` with only the first `keep` of each LongMemEval user's extra "never said"
+    questions (regime "lme_x"; the cache holds `LME_EXTRA_OTHERS`, a seeded sample, so its
+    first `keep` are a seeded sample of `keep`)."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in cases:
+        if c.regime == "lme_x":
+            seen[c.user] = seen.get(c.user, 0) + 1
+            if seen[c.user] > keep:
+                continue
+        out.append(c)
+    return out
+
+
 async def cached(
     folder: Path, name: str, make: Callable[[MemoryStore], Awaitable[list[Case]]]
 ) -> list[Case]:
@@ -655,7 +677,14 @@ async def main() -> None:
                          help="share of answerable questions the gate keeps")  # fmt: skip
     options.add_argument("--cache", type=Path, default=ROOT / ".recall" / "second-stage-cases",
                          help="folder of the cases built once (delete to rebuild)")  # fmt: skip
+    options.add_argument("--objective", choices=OBJECTIVES, default=OBJECTIVE[0],
+                         help="the ranker's objective")  # fmt: skip
+    options.add_argument("--never-said-extra", type=int, default=LME_EXTRA_OTHERS,
+                         choices=range(LME_EXTRA_OTHERS + 1), metavar=f"0..{LME_EXTRA_OTHERS}",
+                         help="other records' questions per LongMemEval haystack the gate "
+                         "is fitted on beside the reported one (regime lme_x)")  # fmt: skip
     args = options.parse_args()
+    OBJECTIVE[0] = args.objective
     revision = git_revision()  # the code that runs, whatever is edited during the run
     training = json.loads(TRAINING.read_text("utf-8"))
     cases = await cached(
@@ -664,6 +693,7 @@ async def main() -> None:
     cases += await cached(
         args.cache, "lme", lambda store: build_lme(store, lme.load(), training["small_talk"])
     )
+    cases = fewer_extra(cases, args.never_said_extra)
     bge = BgeSmallEmbeddings()
     PERSONAL.extend(
         (np.asarray(bge.embed_query(q)), i % len(REGIME_FOLDS))
@@ -698,6 +728,10 @@ async def main() -> None:
     command = "python benchmarks/fit_second_stage.py"
     if args.keep != 0.98:
         command += f" --keep {args.keep}"
+    if args.objective != options.get_default("objective"):
+        command += f" --objective {args.objective}"
+    if args.never_said_extra != options.get_default("never_said_extra"):
+        command += f" --never-said-extra {args.never_said_extra}"
     stage = SecondStage(
         embedding_model=BGE_MODEL_NAME, candidates=CANDIDATES, ranker=final.ranker,
         product_weights=None, intent=final.intent,
