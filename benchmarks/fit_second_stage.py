@@ -645,14 +645,20 @@ def fewer_extra(cases: Sequence[Case], keep: int) -> list[Case]:
     """`cases` with only the first `keep` of each LongMemEval user's extra "never said"
     questions (regime "lme_x"; the cache holds `LME_EXTRA_OTHERS`, a seeded sample, so its
     first `keep` are a seeded sample of `keep`)."""
-    seen: dict[str, int] = {}
+    seen: dict[str, int] = dict.fromkeys((c.user for c in cases if c.regime == "lme"), 0)
     out = []
     for c in cases:
         if c.regime == "lme_x":
-            seen[c.user] = seen.get(c.user, 0) + 1
+            seen[c.user] += 1
             if seen[c.user] > keep:
                 continue
         out.append(c)
+    held = min(seen.values(), default=0)
+    if held < keep:  # a cache built before its cases had them: say so, never fit on fewer
+        raise SystemExit(
+            f"the cached cases hold {held} extra never-said questions per LongMemEval user, "
+            f"fewer than --never-said-extra {keep}: delete --cache to rebuild them"
+        )
     return out
 
 
