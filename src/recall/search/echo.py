@@ -14,14 +14,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["CACHED_TEXTS", "is_question", "is_unanswered", "terms"]
+__all__ = ["CACHED_TEXTS", "WORD", "is_question", "is_unanswered", "terms"]
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+"""A word of lower-cased English text, with its contraction ("i'm", "don't")."""
 _QUESTION_WORDS = _words(
     "what when where who whom whose why how which did does do is are was were would "
     "could can will should has have had may might shall"
@@ -52,7 +53,7 @@ CACHED_TEXTS = 8192
 
 def terms(text: str) -> frozenset[str]:
     """A text's content words, lower-cased."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+    return frozenset(w for w in WORD.findall(text.lower()) if w not in _STOP)
 
 
 @lru_cache(maxsize=CACHED_TEXTS)
@@ -61,7 +62,7 @@ def is_question(text: str) -> bool:
     stripped = text.strip()
     if stripped.endswith("?"):
         return True
-    first = _WORD.match(stripped.lower())
+    first = WORD.match(stripped.lower())
     return first is not None and first.group(0) in _QUESTION_WORDS
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from recall.search.echo import WORD
+
 __all__ = ["slots"]
 
 _CLAUSE = re.compile(r"[.;:!?,\n]+|\s(?:and|but|so|because|though)\s")
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _CONTRACTIONS = {
     "i'm": ("i", "am"),
     "i've": ("i", "have"),
@@ -50,7 +51,7 @@ _MY_SPAN = 4  # "my <up to 4 words> is"
 
 def _words(clause: str) -> list[str]:
     out: list[str] = []
-    for w in _WORD.findall(clause.lower().replace("\u2019", "'")):
+    for w in WORD.findall(clause.lower().replace("\u2019", "'")):
         if w in _CONTRACTIONS:
             out.extend(_CONTRACTIONS[w])
         else:
