@@ -2,7 +2,7 @@
 that quotes what it retrieved, then asks about each fact in a new thread; then changes 10 of
 them (each restated 3 times before) and asks about those again.
 
-    python benchmarks/restatement_probe.py [--no-write]
+    python benchmarks/restatement_probe.py [--seeds 37,38,39,40,41] [--no-write]
 
 Everything goes through the nodes as a graph runs them, on a fresh database with the default
 embedder (bge-small) and the store's defaults (limit 3, threshold 0.5): per turn, the
@@ -19,6 +19,10 @@ marker word in their text); all three slots holding one fact. After the 10 chang
 changed fact's first question: the changing turn first. The same run twice, on two databases:
 with issue 37's post-step and linking of repeats off (today's behaviour), and at the defaults.
 Also counted: turns whose reply quoted a source, turns marked restatements, repeats linked.
+Each seed orders the 300 turns anew; the history a run builds depends on what each turn
+retrieved, so one changed reply moves a run by a question or two: the figures are given per
+seed and pooled over the seeds, with bootstrap 95% intervals over the 30 facts (each fact's
+results in every seed resampled together).
 Writes docs/benchmarks.md (section "restatement-probe").
 """
 
@@ -33,6 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.bootstrap import shown
 from harness.db import fresh_database
 from harness.report import ROOT, git_revision, machine, publish, table
 from harness.run import parser, run
@@ -47,7 +52,7 @@ from recall.store import MemoryStore
 
 DATA = ROOT / "benchmarks" / "data" / "restatement_probe.json"
 USER = "restating-user"
-SEED = 37
+SEEDS = (37, 38, 39, 40, 41)
 TURNS_PER_THREAD = 10
 
 _SECOND_PERSON = [
@@ -106,11 +111,14 @@ class Run:
     repeats: int = 0
     control: int = 0
     misses: list[str] = field(default_factory=list)
+    first_by_fact: list[int] = field(default_factory=list)
+    changed_by_fact: list[int] = field(default_factory=list)
 
 
-def schedule(data: dict[str, Any]) -> list[tuple[str, str, int]]:
-    """The 300 turns as (kind, text, fact): each fact said before its three questions."""
-    rng = random.Random(SEED)
+def schedule(data: dict[str, Any], seed: int) -> list[tuple[str, str, int]]:
+    """The 300 turns as (kind, text, fact) in `seed`'s order: each fact said before its three
+    questions."""
+    rng = random.Random(seed)
     events: list[tuple[str, str, int]] = []
     for i, fact in enumerate(data["facts"]):
         events.append(("say", fact["said"], i))
@@ -129,8 +137,8 @@ def schedule(data: dict[str, Any]) -> list[tuple[str, str, int]]:
     return events
 
 
-async def probe(settings: Settings, data: dict[str, Any], queue: Path) -> Run:
-    """The probe on one database with `settings`."""
+async def probe(settings: Settings, data: dict[str, Any], queue: Path, seed: int) -> Run:
+    """The probe on one database with `settings`, the turns in `seed`'s order."""
     out = Run()
     async with MemoryStore.connect(settings) as store:
         retrieve = create_retrieve_memories_node(store, settings=settings)
@@ -146,7 +154,7 @@ async def probe(settings: Settings, data: dict[str, Any], queue: Path) -> Run:
             await write({"messages": [human, ai], "retrieved_memories": found}, config(thread))
             out.turns += 1
 
-        for n, (kind, text, _fact) in enumerate(schedule(data)):
+        for n, (kind, text, _fact) in enumerate(schedule(data, seed)):
             await turn(kind, text, f"t{n // TURNS_PER_THREAD}")
 
         async def said_id(text: str) -> str:
@@ -163,6 +171,7 @@ async def probe(settings: Settings, data: dict[str, Any], queue: Path) -> Run:
             found = await store.search(USER, fact["asked"][0])
             out.asked += 1
             out.first += bool(found) and found[0].id == source
+            out.first_by_fact.append(int(bool(found) and found[0].id == source))
             on_fact = sum(holds(m, fact["key"]) for m in found)
             out.holds += on_fact > 0
             out.two_slots += on_fact >= 2
@@ -183,6 +192,7 @@ async def probe(settings: Settings, data: dict[str, Any], queue: Path) -> Run:
             found = await store.search(USER, fact["asked"][0])
             out.changed += 1
             out.changed_first += bool(found) and found[0].id == new
+            out.changed_by_fact.append(int(bool(found) and found[0].id == new))
             if not (found and found[0].id == new):
                 out.misses.append(
                     f"changed: {fact['asked'][0]!r} -> {found[0].user_message if found else None!r}"
@@ -206,36 +216,59 @@ async def probe(settings: Settings, data: dict[str, Any], queue: Path) -> Run:
     return out
 
 
+def pooled(label: str, runs: list[Run]) -> list[str]:
+    """One row over several seeds' runs: sums, and the said-it and changed rates with bootstrap
+    intervals over the facts."""
+    first = [v for r in runs for v in r.first_by_fact]
+    facts = [n for r in runs for n in range(len(r.first_by_fact))]
+    changed = [v for r in runs for v in r.changed_by_fact]
+    changed_facts = [n for r in runs for n in range(len(r.changed_by_fact))]
+    asked = sum(r.asked for r in runs)
+
+    def pct(attr: str) -> str:
+        return f"{100 * sum(getattr(r, attr) for r in runs) / asked:.0f}%"
+
+    def count(attr: str, of: str) -> str:
+        return f"{sum(getattr(r, attr) for r in runs)} of {sum(getattr(r, of) for r in runs)}"
+
+    return [
+        label, f"{count('first', 'asked')}: {shown(first, facts)}",
+        count("holds", "asked"), pct("two_slots"), pct("three_slots"),
+        f"{count('changed_first', 'changed')}: {shown(changed, changed_facts)}",
+        count("control", "asked"), *(f"{sum(getattr(r, a) for r in runs)}" for a in
+        ("turns", "stored", "repeats", "quoted", "restating")),
+    ]  # fmt: skip
+
+
 async def main() -> None:
-    """Both runs; print and write."""
-    args = parser(__doc__).parse_args()
+    """Both runs for each seed; print and write."""
+    options = parser(__doc__)
+    options.add_argument("--seeds", default=",".join(map(str, SEEDS)),
+                         help="the turns' orders, one history each (comma-separated)")  # fmt: skip
+    args = options.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
     revision = git_revision()
     data = json.loads(DATA.read_text())
-    runs: list[tuple[str, Run]] = []
-    for label, on in (("off (today)", False), ("on (defaults)", True)):
-        url = await fresh_database(f"recall_bench_restating_{int(on)}")
-        settings = Settings(
-            database_url=url, embedding_cache_ttl=0, sources_first=on, link_repeated_turns=on
-        )
-        with tempfile.TemporaryDirectory() as tmp:
-            result = await probe(settings, data, Path(tmp) / "outbox.sqlite3")
-        runs.append((label, result))
-        for miss in result.misses:
-            print(f"{label} miss {miss}")
-    defaults = Settings()
+    runs: dict[str, list[Run]] = {"off (today)": [], "on (defaults)": []}
     rows = []
-    for label, r in runs:
-        rows.append([
-            label, f"{r.first} of {r.asked} ({100 * r.first / r.asked:.0f}%)",
-            f"{r.holds} of {r.asked}", f"{100 * r.two_slots / r.asked:.0f}%",
-            f"{100 * r.three_slots / r.asked:.0f}%",
-            f"{r.changed_first} of {r.changed}",
-            f"{r.control} of {r.asked}", f"{r.turns}", f"{r.stored}", f"{r.repeats}",
-            f"{r.quoted}", f"{r.restating}",
-        ])  # fmt: skip
+    for seed in seeds:
+        for label, on in (("off (today)", False), ("on (defaults)", True)):
+            url = await fresh_database(f"recall_bench_restating_{int(on)}")
+            settings = Settings(
+                database_url=url, embedding_cache_ttl=0, sources_first=on, link_repeated_turns=on
+            )
+            with tempfile.TemporaryDirectory() as tmp:
+                result = await probe(settings, data, Path(tmp) / "outbox.sqlite3", seed)
+            runs[label].append(result)
+            rows.append(pooled(f"{label}, seed {seed}", [result]))
+            for miss in result.misses:
+                print(f"{label} seed {seed} miss {miss}")
+    rows += [pooled(f"{label}, {len(seeds)} seeds", rs) for label, rs in runs.items()]
+    defaults = Settings()
+    last = runs["on (defaults)"]
     body = f"""## Restatements and changed facts (issue 37)
 
-`python benchmarks/restatement_probe.py` on {machine()}, commit {revision},
+`python benchmarks/restatement_probe.py --seeds {args.seeds}` on {machine()}, commit {revision},
 {datetime.now():%Y-%m-%d}. A user tells 30 facts over 300 turns (each fact asked about three
 times after it is said, 180 requests of small talk, a new thread every 10 turns) to a simulated
 agent that restates every memory the retrieval node hands it; the writer node stores each turn
@@ -243,19 +276,22 @@ with its provenance. Then each fact's first question in a new thread, at the sto
 (limit {defaults.max_memories}, threshold {defaults.similarity_threshold}, bge-small); then 10
 facts change (each was restated 3 times) and their questions are asked again. "off" is the same
 run with `RECALL_SOURCES_FIRST` and `RECALL_LINK_REPEATED_TURNS` off (today's ranking and
-writes); the two histories differ, as the replies depend on what was retrieved. Targets: the
-turn that said it first >= 90%; three slots on one fact <= 5%; the new statement first >= 9 of
-10. "control: first": the same questions asked of another user who only said the 30 facts
-(one turn each, no restatements): what the first stage and the gate find with nothing to
-crowd them.
+writes); the two histories differ, as the replies depend on what was retrieved. Each seed
+orders the turns anew (one history each); the pooled rows give % with bootstrap 95% intervals
+over the 30 facts. Targets: the turn that said it first >= 90%; three slots on one fact <= 5%;
+the new statement first >= 9 of 10. "control: first": the same questions asked of another user
+who only said the 30 facts (one turn each, no restatements): what the first stage and the gate
+find with nothing to crowd them.
 
-{table(["issue 37", "said-it turn first", "fact returned", "2+ slots on the fact",
+{table(["run", "said-it turn first", "fact returned", "2+ slots on the fact",
         "3 slots on one fact", "changed: new first", "control: first", "turns", "stored",
         "repeats linked", "quoting a source", "restatements"], rows)}
 
-Where the said-it turn did not come first at the defaults (question -> first returned):
+Where the said-it turn did not come first at the defaults (question -> first returned), per
+seed:
 
-{chr(10).join(f"- {miss}" for miss in runs[-1][1].misses)}
+{chr(10).join(f"- seed {seed}, {miss}" for seed, r in zip(seeds, last, strict=True)
+              for miss in r.misses)}
 """  # fmt: skip
     publish("restatement-probe", body, write=not args.no_write)
 
