@@ -135,7 +135,7 @@ class Search(Candidates):
         """
         uid = clean_id(user_id, "user_id")
         assert uid is not None
-        text = clean_text(query_text, "query", max_length=self.settings.max_query_length)
+        query_text = clean_text(query_text, "query", max_length=self.settings.max_query_length)
         limit = check_limit(self.settings.max_memories if limit is None else limit)
         threshold = check_threshold(
             self.settings.similarity_threshold
@@ -143,20 +143,22 @@ class Search(Candidates):
             else similarity_threshold
         )
         used = self.settings.mode if mode is None else parse_mode(mode, InvalidInputError)
-        vector, terms = await self._query(uid, text, used, query_vector)
+        vector, terms = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
-            rows = answered(await self._keyword_rows(uid, text, vector, limit + ECHO_SLACK))
+            rows = answered(await self._keyword_rows(uid, query_text, vector, limit + ECHO_SLACK))
             found = [Found(row_memory(r, score=r.bm25), True) for r in rows[:limit]]
         else:
             floor = 0.0 if kept_out else threshold
-            ranked = await self._ranked(uid, text, vector, used, limit, threshold, floor, terms)
+            ranked = await self._ranked(
+                uid, query_text, vector, used, limit, threshold, floor, terms
+            )
             if ranked is None:
                 found = []
             else:
-                found = self._found(text, ranked, threshold, limit, explain, kept_out)
+                found = self._found(query_text, ranked, threshold, limit, explain, kept_out)
         if explain:
             now = datetime.now(UTC)
-            found = [_with_reasons(text, f, used, threshold, now) for f in found]
+            found = [_with_reasons(query_text, f, used, threshold, now) for f in found]
         return SearchResult(used, limit, threshold, used != "keyword", tuple(found))
 
     async def _query(
