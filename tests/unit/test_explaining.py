@@ -44,7 +44,7 @@ def test_words_meaning_age_and_verdict() -> None:
     )  # fmt: skip
     assert why[0] == 'It holds 1 of the message\'s 2 words: "dog".'
     assert why[1] == "In meaning it is close to the message (similarity 0.74)."
-    assert why[2] == "It was said 3 day(s) ago (2026-11-24)."
+    assert why[2] == "It was said 3 days ago (2026-11-24)."
     assert why[-1] == "Similarity 0.900 reaches the threshold 0.5: it is returned."
 
 
@@ -73,7 +73,20 @@ def test_the_gate_in_words() -> None:
         mode="hybrid", threshold=0.5, now=NOW,
     )  # fmt: skip
     assert unanswered[3].startswith("The gate stayed shut: no memory looks like it answers")
-    assert "how close it is in meaning (-0.40)" in unanswered[3]
+    assert "how close the nearest memories are in meaning (-0.40)" in unanswered[3]
+
+
+def test_ages_in_words() -> None:
+    def age(delta: timedelta) -> str:
+        memory = Memory("m", "x", "y", None, None, NOW - delta)
+        why = reasons("x", memory, passes=True, mode="keyword", threshold=0.5, now=NOW)
+        return why[1]
+
+    assert age(timedelta(minutes=5)).startswith("It was said less than an hour ago")
+    assert age(timedelta(hours=1)).startswith("It was said 1 hour ago")
+    assert age(timedelta(days=45)).startswith("It was said 45 days ago")
+    assert age(timedelta(days=400)).startswith("It was said 13 months ago")
+    assert age(timedelta(days=800)).startswith("It was said 2 years ago")
 
 
 def test_raw_parts_keep_the_feature_names() -> None:

@@ -19,48 +19,57 @@ __all__ = ["NEAR", "raw_lines", "reasons"]
 
 # how a cosine similarity is put in words: (at least, words), highest first
 NEAR = ((0.8, "very close"), (0.7, "close"), (0.6, "somewhat close"), (-1.0, "far"))
-# what each feature of the second stage is about, by the first of these parts of its name;
-# the parts of a score are summed by theme before they are put in words
-_THEMES = (
-    ("intent", "whether the message asks about something said before"),
-    ("when", "when it was said against the time the message names"),
-    ("time_hit", "when it was said against the time the message names"),
-    ("temporal", "when it was said against the time the message names"),
-    ("recency", "how recent it is"),
-    ("nb_", "the turns around it"),
-    ("sess_", "the turns around it"),
-    ("rank", "its place among the nearest in meaning and in words"),
-    ("top_agree", "its place among the nearest in meaning and in words"),
-    ("bm", "the message's words it holds"),
-    ("idf", "the message's words it holds"),
-    ("term", "the message's words it holds"),
-    ("coverage", "how many of the message's words the memories hold at all"),
-    ("unseen", "how many of the message's words the memories hold at all"),
-    ("cos", "how close it is in meaning"),
-    ("vectors", "how close it is in meaning"),
-    ("z", "how close it is in meaning"),
-    ("log_n", "how many memories there are"),
-    ("n_terms", "how long the message is"),
-    ("log_len", "how long it is"),
-    ("is_question", "whether it is itself a question"),
+# what each feature of the second stage is about, by the first of these parts of its name, as
+# (in the ranker's words: about this memory, in the gate's: about the memories found); the
+# parts of a score are summed by theme before they are put in words
+_MEANING = ("how close it is in meaning", "how close the nearest memories are in meaning")
+_WORDS = ("the message's words it holds", "the message's words the best memories hold")
+_TIME = ("when it was said against the time the message names", "the time the message names")
+_PLACE = (
+    "its place among the nearest in meaning and in words",
+    "whether the best memory leads in meaning and in words alike",
 )
-_BASELINE = frozenset({"intercept", "offset"})  # a model's constant: no reason of its own
+_THEMES = (
+    ("intent", ("whether the message asks about something said before",) * 2),
+    ("when", _TIME),
+    ("time_hit", _TIME),
+    ("temporal", _TIME),
+    ("recency", ("how recent it is", "how recent the memories are")),
+    ("nb_", ("the turns around it", "the turns around the best memories")),
+    ("sess_", ("the turns around it", "the turns around the best memories")),
+    ("rank", _PLACE),
+    ("top_agree", _PLACE),
+    ("bm", _WORDS),
+    ("idf", _WORDS),
+    ("term", _WORDS),
+    ("coverage", (_WORDS[0], "how many of the message's words the memories hold at all")),
+    ("unseen", (_WORDS[0], "how many of the message's words the memories hold at all")),
+    ("cos", _MEANING),
+    ("vectors", _MEANING),
+    ("z", _MEANING),
+    ("log_n", ("how many memories there are",) * 2),
+    ("n_terms", ("how long the message is",) * 2),
+    ("log_len", ("how long it is", "how long the memories are")),
+    ("is_question", ("whether it is itself a question",) * 2),
+)
+_BASELINE = frozenset({"intercept", "offset", "bias"})  # a model's constant: no reason of its own
 
 
-def _theme(feature: str) -> str | None:
+def _theme(feature: str, gate: bool) -> str | None:
     if feature in _BASELINE:
         return None
     for prefix, words in _THEMES:
         if feature.startswith(prefix) or f"_{prefix}" in feature:
-            return words
+            return words[gate]
     return "other signals"
 
 
-def _strongest(parts: Mapping[str, float], sign: float) -> str:
-    """The one or two themes that moved a logit most in the direction of `sign`, in words."""
+def _strongest(parts: Mapping[str, float], sign: float, *, gate: bool) -> str:
+    """The one or two themes that moved a logit most in the direction of `sign`, in words
+    (`gate`: the gate's parts, about the memories found; else the ranker's, about one)."""
     sums: dict[str, float] = {}
     for feature, value in parts.items():
-        theme = _theme(feature)
+        theme = _theme(feature, gate)
         if theme is not None:
             sums[theme] = sums.get(theme, 0.0) + value
     best = sorted((t for t in sums if sums[t] * sign > 0), key=lambda t: -abs(sums[t]))[:2]
@@ -91,29 +100,24 @@ def _age(at: datetime, now: datetime) -> str:
     if days < 0:
         return f"It is dated {at:%Y-%m-%d}, after the search."
     if days < 1 / 24:
-        ago = "less than an hour ago"
-    elif days < 1:
-        ago = f"{int(days * 24)} hour(s) ago"
-    elif days < 60:
-        ago = f"{int(days)} day(s) ago"
-    elif days < 730:
-        ago = f"{int(days / 30.44)} months ago"
-    else:
-        ago = f"{int(days / 365.25)} years ago"
-    return f"It was said {ago} ({at:%Y-%m-%d})."
+        return f"It was said less than an hour ago ({at:%Y-%m-%d})."
+    units = (("hour", 1 / 24, 1.0), ("day", 1.0, 60.0), ("month", 30.44, 730.0))
+    unit, length = next(((u, n) for u, n, up_to in units if days < up_to), ("year", 365.25))
+    n = int(days / length)
+    return f"It was said {n} {unit}{'' if n == 1 else 's'} ago ({at:%Y-%m-%d})."
 
 
 def _gate(raw: Mapping[str, Any]) -> str:
     gate, match, intent = float(raw["gate"]), float(raw["match"]), float(raw["intent"])
     if gate >= 0:
-        why = _strongest(raw["gate_parts"], 1.0)
+        why = _strongest(raw["gate_parts"], 1.0, gate=True)
         return f"The gate opened: some memory looks like it answers the message, mostly by {why}."
     if intent <= match:
         return (
             "The gate stayed shut: the message does not read as asking about something said "
             f"before (intent {intent:+.2f}), so nothing passes the threshold 0.5."
         )
-    why = _strongest(raw["gate_parts"], -1.0)
+    why = _strongest(raw["gate_parts"], -1.0, gate=True)
     return (
         "The gate stayed shut: no memory looks like it answers the message, mostly because of "
         f"{why}, so nothing passes the threshold 0.5."
@@ -172,8 +176,8 @@ def reasons(
     raw = memory.explanation
     if raw is not None:
         out.append(_gate(raw))
-        helped = _strongest(raw["ranker"], 1.0)
-        out.append(f"Among the candidates it ranked where it did mostly by {helped}.")
+        helped = _strongest(raw["ranker"], 1.0, gate=False)
+        out.append(f"Its place among the candidates came mostly from {helped}.")
     elif mode == "hybrid":
         out.append("Its relevance fuses its meaning and keyword ranks (no second stage).")
     out.append(_verdict(memory, passes, mode, threshold))
