@@ -151,7 +151,7 @@ async function runSearch(event) {
     $("more").hidden = true;
     $("clear-search").hidden = false;
     const passing = body.memories.filter((m) => m.passes !== false).length;
-    const rule = body.threshold_applies ? `the threshold ${body.threshold}` : "no threshold";
+    const rule = body.threshold_applies ? `threshold ${body.threshold}` : "no threshold";
     setStatus(
       `${body.memories.length} found for “${q}” (${body.mode}, ${rule}), best first; ` +
         `${passing} would reach the agent.`,
