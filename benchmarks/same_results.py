@@ -162,16 +162,17 @@ async def dump(out: Path, fresh: bool) -> None:
     print(f"{len(results)} questions asked at {revision} ({tree}): {out}")
 
 
-def compare(before: Path, after: Path) -> tuple[str, str, int, int]:
+def compare(before: Path, after: Path) -> tuple[str, str, int, int, int]:
     """Print every question whose returned memories or scores differ: the two revisions, how
-    many differ and of how many."""
+    many differ, of how many, and how many got at least one memory in the first dump."""
     a, b = json.loads(before.read_text()), json.loads(after.read_text())
     ra, rb = a["results"], b["results"]
     asked = ra.keys() | rb.keys()
     differ = sorted(q for q in asked if ra.get(q) != rb.get(q))
     for q in differ:
         print(f"- {q}\n  {a['revision']}: {ra.get(q)}\n  {b['revision']}: {rb.get(q)}")
-    return a["revision"], b["revision"], len(differ), len(asked)
+    answered = sum(1 for found in ra.values() if found)
+    return a["revision"], b["revision"], len(differ), len(asked), answered
 
 
 async def main() -> None:
@@ -184,11 +185,12 @@ async def main() -> None:
     options.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
     args = options.parse_args()
     if args.compare:
-        first, second, differ, asked = compare(*args.compare)
+        first, second, differ, asked, answered = compare(*args.compare)
         body = (
             f"Same results (python benchmarks/same_results.py --compare; issue 39): {differ} of "
             f"{asked} dev questions (LoCoMo and LongMemEval, at the store's defaults, on one "
-            f"database) differ between {first} and {second}."
+            f"database; {answered} of them get at least one memory) differ in the returned "
+            f"texts or scores (to 1e-9) between {first} and {second}."
         )
         publish("same-results", body, write=not args.no_write)
         return
