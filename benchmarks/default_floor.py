@@ -40,7 +40,7 @@ from recall.config import Settings
 from recall.db.pool import connect_once
 from recall.search.keywords import keywords_from_text
 from recall.store import MemoryStore
-from recall.store.search import ECHO_SLACK, _best_by_bm25
+from recall.store.candidates import ECHO_SLACK, _best_by_bm25
 
 WARM = 50
 SERVER = {

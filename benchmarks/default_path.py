@@ -253,7 +253,7 @@ async def main() -> None:
 
 `{command}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}, {args.model}.
 `store.search(user, text)` at the store's defaults ("default": limit {settings.max_memories},
-threshold {settings.similarity_threshold}, mode {settings.retrieval_mode} today) against
+threshold {settings.similarity_threshold}, mode {settings.mode} today) against
 `store.search(user, text, mode="semantic")`, the query embedded in every call (embedding cache
 off); then both with the query vector given (database and ranking only). Same users and
 questions, the four paths taking turns in blocks of {BLOCK} in one run, after a warm-up pass

@@ -7,6 +7,7 @@ from typing import Any
 
 from recall.config import Settings
 from recall.memory import Memory
+from recall.store.results import SearchResult
 
 
 class FailingStore:
@@ -19,10 +20,13 @@ class FailingStore:
         self.settings = Settings()
 
     async def search(self, *args: Any, **kwargs: Any) -> list[Memory]:
+        return (await self.find(*args, **kwargs)).memories
+
+    async def find(self, *args: Any, **kwargs: Any) -> SearchResult:
         await asyncio.sleep(self.delay)
         if self.exc is not None:
             raise self.exc
-        return []
+        return SearchResult(self.settings.mode, self.settings.max_memories, 0.5, True, ())
 
 
 def provider(obj: Any) -> Any:

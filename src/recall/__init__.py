@@ -25,7 +25,7 @@ from recall.nodes.context import create_chat_summary_node, create_recent_memorie
 from recall.nodes.keyword import create_keyword_search_node
 from recall.nodes.tool import create_memory_search_tool
 from recall.search.rerank import ChatModelReranker, Reranker
-from recall.store import MemoryStore
+from recall.store import Found, MemoryStore, SearchResult
 
 __all__ = [
     "BgeSmallEmbeddings",
@@ -37,6 +37,7 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingMismatchError",
     "ExtensionMissingError",
+    "Found",
     "InvalidInputError",
     "Memory",
     "MemoryStore",
@@ -45,6 +46,7 @@ __all__ = [
     "RecallError",
     "RecallStore",
     "Reranker",
+    "SearchResult",
     "Settings",
     "StoreError",
     "create_chat_summary_node",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, cast, get_args
 
 from recall.errors import ConfigError
 
@@ -22,6 +23,7 @@ __all__ = [
     "default_data_home",
     "default_model_cache_dir",
     "force_offline_hub",
+    "parse_mode",
     "process_settings",
 ]
 
@@ -29,14 +31,36 @@ __all__ = [
 # a database bound to another model keeps it until `recall reembed`)
 DEFAULT_EMBEDDING_MODEL = "bge-small-en-v1.5"
 EMBEDDING_BACKENDS = ("onnx", "torch")  # how all-MiniLM-L6-v2 runs (recall.embeddings.minilm)
-# the retrieval modes, defined here once: every entry point (store, nodes, tool, CLI, the
-# inspector, RecallStore) checks a mode against RETRIEVAL_MODES
+# the retrieval modes, defined here once, and checked in one place (`parse_mode`) by every
+# entry point that takes one (Settings, the store, the CLI, the inspector, RecallStore)
 RetrievalMode = Literal["semantic", "keyword", "hybrid"]
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
 # a century: the longest age limit retention takes (a cutoff that far back is a valid date)
 MAX_RETENTION_DAYS = 36500
 
 T = TypeVar("T")
+
+
+def parse_mode(
+    value: object, error: Callable[[str], Exception] = ConfigError, name: str = "mode"
+) -> RetrievalMode:
+    """`value` as a retrieval mode: the one check of a mode, wherever it enters.
+
+    Args:
+        value: what was given ("semantic", "keyword" or "hybrid").
+        error: the exception to raise, made from the message (e.g. `InvalidInputError` at the
+            store, `typer.BadParameter` for the CLI).
+        name: what the value is called where it was given, for the message ("": the message
+            starts with "must be", for an error that names the value itself).
+
+    Raises:
+        The `error`: not a mode.
+    """
+    if isinstance(value, str) and value in RETRIEVAL_MODES:
+        return cast(RetrievalMode, value)
+    named = f"{name} " if name else ""
+    raise error(f"{named}must be one of {', '.join(RETRIEVAL_MODES)}, not {value!r}")
+
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -68,6 +92,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "int | None": _parse_optional_int,
     "Path": lambda raw: Path(raw.strip()),
     "RetrievalMode": str.strip,  # checked in __post_init__
+    "RetrievalMode | None": str.strip,
 }
 
 
@@ -148,7 +173,9 @@ class Settings:
     user_index_threshold: int = 20000
     store_index_threshold: int = 1000
     store_wide_threshold: int = 10000
-    retrieval_mode: RetrievalMode = "hybrid"
+    mode: RetrievalMode = "hybrid"
+    # deprecated (issue 39): the old name of `mode`, read as it when given (RECALL_RETRIEVAL_MODE)
+    retrieval_mode: RetrievalMode | None = field(default=None, repr=False)
     hybrid_candidates: int = 20
     log_search_queries: bool = False
     log_similarity_scores: bool = True
@@ -171,7 +198,9 @@ class Settings:
     retention_days: int | None = None
     retention_max_per_user: int | None = None
 
+    # over 60 lines: one flat table of checks, a line or a few each, read top to bottom
     def __post_init__(self) -> None:
+        self._take_old_mode()
         checks: list[tuple[str, bool, str]] = [
             ("max_memories", self.max_memories >= 1, "must be >= 1"),
             (
@@ -203,11 +232,7 @@ class Settings:
             ("user_index_threshold", self.user_index_threshold >= 1, "must be >= 1"),
             ("store_index_threshold", self.store_index_threshold >= 1, "must be >= 1"),
             ("store_wide_threshold", self.store_wide_threshold >= 1, "must be >= 1"),
-            (
-                "retrieval_mode",
-                self.retrieval_mode in RETRIEVAL_MODES,
-                "must be semantic, keyword or hybrid",
-            ),
+            ("mode", self.mode in RETRIEVAL_MODES, "must be semantic, keyword or hybrid"),
             ("hybrid_candidates", 1 <= self.hybrid_candidates <= 1000, "must be 1 to 1000"),
             ("consolidation_chunk_size", self.consolidation_chunk_size >= 1, "must be >= 1"),
             ("dedup_threshold", 0.0 < self.dedup_threshold <= 1.0, "must be in (0, 1]"),
@@ -249,6 +274,27 @@ class Settings:
             if not ok:
                 value = getattr(self, name)
                 raise ConfigError(f"{_env(name)}={value!r} is invalid: {message}")
+
+    def _take_old_mode(self) -> None:
+        """`retrieval_mode` (RECALL_RETRIEVAL_MODE), the deprecated name of `mode`: its value
+        becomes `mode`'s, with a DeprecationWarning; given beside a different `mode`, an
+        error."""
+        old = self.retrieval_mode
+        if old is None:
+            return
+        warnings.warn(
+            "Settings.retrieval_mode (RECALL_RETRIEVAL_MODE) is deprecated: use mode (RECALL_MODE)",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        parse_mode(old, lambda m: ConfigError(f"{_env('retrieval_mode')}: {m}"))
+        if self.mode not in ("hybrid", old):
+            raise ConfigError(
+                f"{_env('mode')}={self.mode!r} and the deprecated {_env('retrieval_mode')}="
+                f"{old!r} disagree: give RECALL_MODE only"
+            )
+        object.__setattr__(self, "mode", old)
+        object.__setattr__(self, "retrieval_mode", None)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

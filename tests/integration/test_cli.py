@@ -214,7 +214,7 @@ def test_search_defaults_come_from_settings(
     assert len(_hits(runner, *query, "--limit", "2")) == 2  # an option wins over the setting
     monkeypatch.delenv("RECALL_MAX_MEMORIES")
     # cosines near 0.65: kept at the default threshold, dropped at the configured one
-    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    monkeypatch.setenv("RECALL_MODE", "semantic")
     assert len(_hits(runner, *query)) == 3
     monkeypatch.setenv("RECALL_SIMILARITY_THRESHOLD", "0.9")
     assert _hits(runner, *query) == []
@@ -229,9 +229,9 @@ def test_search_mode_comes_from_settings(
     assert added.exit_code == 0, added.output
     query = ["-u", "cli-mode", "Zebulon"]  # one shared word: a cosine near 0.57 (bge-small)
     monkeypatch.setenv("RECALL_SIMILARITY_THRESHOLD", "0.7")  # unused in keyword mode
-    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    monkeypatch.setenv("RECALL_MODE", "semantic")
     assert _hits(runner, *query) == []
-    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "keyword")
+    monkeypatch.setenv("RECALL_MODE", "keyword")
     found = _hits(runner, *query)
     assert [h["id"] for h in found] == [added.stdout.strip()]
     assert found[0]["score"] != found[0]["similarity"]  # ranked by BM25, not by the cosine
@@ -247,7 +247,7 @@ def test_chat_takes_its_limit_from_settings(
         assert runner.invoke(app, ["add", "-u", "cli-chat-limit", text, "ok"]).exit_code == 0
     monkeypatch.setenv("RECALL_QUEUE_PATH", str(tmp_path / "outbox.sqlite3"))
     monkeypatch.delenv("RECALL_CHAT_MODEL", raising=False)
-    monkeypatch.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    monkeypatch.setenv("RECALL_MODE", "semantic")
     script = "What does my dog Max do?\n/quit\n"
     both = runner.invoke(app, ["chat", "-u", "cli-chat-limit"], input=script)
     assert both.exit_code == 0, both.output
@@ -423,13 +423,38 @@ def test_search_explain_shows_what_the_gate_keeps_out(runner: CliRunner) -> None
     asked = runner.invoke(app, ["search", "-u", "cli-explain", "Which instrument am I practising?",
                                 "--explain"])  # fmt: skip
     assert asked.exit_code == 0, asked.output
-    first = asked.output.splitlines()[0]
-    assert "passes" in first and "cello" in asked.output.splitlines()[1]
-    assert "gate " in asked.output and "ranker: " in asked.output
+    lines = asked.output.splitlines()
+    assert lines[0] == "mode hybrid, limit 3, threshold 0.5"
+    assert "returned" in lines[1] and "cello" in lines[2]
+    # in words, not feature names; the raw parts one flag away
+    assert "The gate opened" in asked.output and "In meaning it is" in asked.output
+    assert "It was said" in asked.output and "ranker: " not in asked.output
+    raw = runner.invoke(app, ["search", "-u", "cli-explain", "Which instrument am I practising?",
+                              "--explain-raw"])  # fmt: skip
+    assert raw.exit_code == 0, raw.output
+    assert "raw ranker: " in raw.output and "The gate opened" in raw.output
     chat = runner.invoke(app, ["search", "-u", "cli-explain", "good morning!", "--explain",
                                "--json"])  # fmt: skip
     rows = json.loads(chat.stdout)
     assert rows and not any(r["passes"] for r in rows)  # shown, each kept out by the gate
     assert all(r["explanation"]["gate"] < 0 for r in rows)
+    assert all(any(w.startswith("The gate stayed shut") for w in r["why"]) for r in rows)
     plain = runner.invoke(app, ["search", "-u", "cli-explain", "good morning!", "--json"])
     assert json.loads(plain.stdout) == []
+
+
+def test_search_explain_labels_what_the_store_returns(runner: CliRunner) -> None:
+    """Issue 39: `--explain` re-decided the threshold without keyword mode's rule, so BM25
+    results under 0.5, which the store returns, were labelled "kept out"."""
+    said = runner.invoke(app, ["add", "-u", "cli-label", "My neighbour Zebulon fixed it", "ok"])
+    assert said.exit_code == 0, said.output
+    query = ["search", "-u", "cli-label", "Zebulon", "--mode", "keyword"]
+    returned = json.loads(runner.invoke(app, [*query, "--json"]).stdout)
+    assert [m["id"] for m in returned] == [said.stdout.strip()]
+    assert returned[0]["score"] < 0.5  # BM25 of one word in one memory: under the threshold
+    explained = runner.invoke(app, [*query, "--explain"])
+    assert explained.exit_code == 0, explained.output
+    assert "kept out" not in explained.output and "returned" in explained.output
+    assert "threshold does not apply in keyword mode" in explained.output
+    rows = json.loads(runner.invoke(app, [*query, "--explain", "--json"]).stdout)
+    assert [r["passes"] for r in rows] == [True]

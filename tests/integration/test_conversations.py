@@ -33,7 +33,7 @@ async def _turns(store: MemoryStore, user: str, conversation: str, n: int) -> No
 async def tuned(settings: Settings) -> AsyncIterator[MemoryStore]:
     """A store on the session database whose Settings differ from every built-in default."""
     changed = settings.replace(
-        retrieval_mode="keyword",
+        mode="keyword",
         max_memories=2,
         similarity_threshold=0.99,
         consolidation_chunk_size=2,

@@ -149,6 +149,11 @@ def test_a_user_sees_searches_deletes_and_erases_their_memories(
     _wait(browser).until(lambda d: "found for" in d.find_element(By.ID, "status").text)
     found = _memories(browser)
     assert "Max" in found[0].text and "score" in found[0].text
+    # why, in the words the store wrote (issue 39): the same sentences as `recall search --explain`
+    why = found[0].find_element(By.CSS_SELECTOR, '[data-testid="why"]')
+    why.find_element(By.TAG_NAME, "summary").click()
+    _wait(browser).until(lambda d: "of the message's" in why.text)
+    assert "In meaning it is" in why.text and "It was said" in why.text
     browser.save_screenshot(str(SHOTS / "2-search.png"))
 
     found[0].find_element(By.CSS_SELECTOR, '[data-testid="delete"]').click()

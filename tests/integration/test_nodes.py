@@ -16,11 +16,11 @@ from structlog.testing import capture_logs
 from recall.config import Settings
 from recall.errors import EmbeddingError, InvalidInputError, StoreError
 from recall.example.graph import build_graph
-from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.nodes.turn_writer import TurnWriter
 from recall.outbox import Outbox
 from recall.store import MemoryStore
+from recall.store.results import SearchResult
 from recall.store.shared import provider_for
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -144,11 +144,11 @@ async def test_the_three_start_nodes_run_concurrently(store: MemoryStore, user: 
     class BarrierStore:
         settings = store.settings  # what the node leaves to the store
 
-        async def search(self, *args: Any, **kwargs: Any) -> list[Memory]:
+        async def find(self, *args: Any, **kwargs: Any) -> SearchResult:
             events.append("retrieve:in")
             await barrier.wait()
             events.append("retrieve:out")
-            return await store.search(*args, **kwargs)
+            return await store.find(*args, **kwargs)
 
     def sibling(name: str) -> Any:
         async def node(state: Any, config: RunnableConfig) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from recall.config import Settings
+from recall.errors import InvalidInputError
 from recall.search.candidates import CandidateRow
 from recall.search.features import GATE_FEATURES, RANK_FEATURES
 from recall.search.keywords import keywords_from_text
@@ -223,3 +224,47 @@ async def test_unanswered_questions_among_the_nearest_leave_room_for_answers(
     assert len(near) == 5
     assert not any(rows[i].ai_response == "I'm not sure." for i in near)
     same_candidates(rows, near, old_rows, old_near)
+
+
+async def test_find_says_what_the_store_decided(bge_store: MemoryStore, user: str) -> None:
+    """Issue 39: one answer carries the mode, limit and threshold used and which memories
+    pass; `search` returns those that pass, and asking for what is kept out changes none."""
+    await told(bge_store, user)
+    text = "Which instrument am I practising?"
+    result = await bge_store.find(user, text, explain=True, kept_out=True)
+    assert (result.mode, result.limit, result.threshold) == ("hybrid", 3, 0.5)
+    assert result.threshold_applies
+    assert len(result.found) == 3  # what passes, then the best kept out, up to the limit
+    passing = [f.memory.id for f in result.found if f.passes]
+    assert passing == [m.id for m in await bge_store.search(user, text)]
+    assert [f.passes for f in result.found] == sorted(
+        (f.passes for f in result.found), reverse=True
+    )
+    assert all(f.why and f.memory.explanation is not None for f in result.found)
+    plain = await bge_store.find(user, text)
+    assert [f.memory.id for f in plain.found] == passing and all(f.passes for f in plain.found)
+    assert all(f.why == () and f.memory.explanation is None for f in plain.found)
+    small_talk = await bge_store.find(user, "good morning!", kept_out=True)
+    assert small_talk.found and not any(f.passes for f in small_talk.found)
+    assert small_talk.memories == []
+
+
+async def test_find_in_the_other_modes(store: MemoryStore, user: str) -> None:
+    """Semantic mode marks what the threshold keeps out; keyword mode has no threshold, so
+    everything it finds passes (BM25 has no fixed scale)."""
+    for i in range(4):
+        await store.add_turn(user, f"my dog Max fact number {i}", f"noted dog fact {i}")
+    semantic = await store.find(
+        user, "my dog Max fact number 1", similarity_threshold=0.99, mode="semantic",
+        kept_out=True,
+    )  # fmt: skip
+    kept = await store.search(user, "my dog Max fact number 1", 3, 0.99, mode="semantic")
+    assert [f.memory.id for f in semantic.found if f.passes] == [m.id for m in kept]
+    assert all((f.memory.score or 0.0) < 0.99 for f in semantic.found if not f.passes)
+    assert len(semantic.found) == 3 and semantic.threshold_applies
+    keyword = await store.find(user, "Max", mode="keyword", explain=True, kept_out=True)
+    assert keyword.found and all(f.passes for f in keyword.found)
+    assert not keyword.threshold_applies and keyword.mode == "keyword"
+    assert all((f.memory.score or 0.0) < 0.5 for f in keyword.found)  # under 0.5, returned
+    with pytest.raises(InvalidInputError, match="mode must be one of"):
+        await store.find(user, "Max", mode="fuzzy")

@@ -356,7 +356,7 @@ async def test_recall_max_memories(env: ProcessEnv, user: str) -> None:
 
 
 async def test_recall_similarity_threshold(env: ProcessEnv, user: str) -> None:
-    env.setenv("RECALL_RETRIEVAL_MODE", "semantic")
+    env.setenv("RECALL_MODE", "semantic")
 
     async def found() -> int:
         async with await_store() as store:
@@ -370,8 +370,8 @@ async def test_recall_similarity_threshold(env: ProcessEnv, user: str) -> None:
     assert await found() == 0
 
 
-async def test_recall_retrieval_mode(env: ProcessEnv, user: str) -> None:
-    env.setenv("RECALL_RETRIEVAL_MODE", "keyword")
+async def test_recall_mode(env: ProcessEnv, user: str) -> None:
+    env.setenv("RECALL_MODE", "keyword")
     async with await_store() as store:
         await add_facts(store, user, 1)
         node = create_retrieve_memories_node(store)
@@ -381,6 +381,19 @@ async def test_recall_retrieval_mode(env: ProcessEnv, user: str) -> None:
     assert done["mode"] == "keyword" and len(out["retrieved_memories"]) == 1
 
 
+async def test_recall_retrieval_mode(env: ProcessEnv, user: str) -> None:
+    """RECALL_MODE's deprecated old name (issue 39): still read, with a warning."""
+    env.setenv("RECALL_RETRIEVAL_MODE", "keyword")
+    with pytest.warns(DeprecationWarning, match="use mode"):
+        store = await open_store()
+    try:
+        await add_facts(store, user, 1)
+        found = await store.find(user, "dog")
+    finally:
+        await store.close()
+    assert found.mode == "keyword" and len(found.memories) == 1
+
+
 async def test_a_store_opened_with_its_own_settings_is_not_overridden_by_the_environment(
     env: ProcessEnv, database_url: str, user: str
 ) -> None:
@@ -388,12 +401,12 @@ async def test_a_store_opened_with_its_own_settings_is_not_overridden_by_the_env
     so a store opened with explicit Settings was silently overridden. The store decides now."""
     env.setenv("RECALL_MAX_MEMORIES", "1")
     env.setenv("RECALL_SIMILARITY_THRESHOLD", "0.999")
-    env.setenv("RECALL_RETRIEVAL_MODE", "keyword")
+    env.setenv("RECALL_MODE", "keyword")
     own = Settings(
         database_url=database_url,
         max_memories=4,
         similarity_threshold=0.0,
-        retrieval_mode="semantic",
+        mode="semantic",
     )
     async with MemoryStore.connect(own, embeddings=FakeEmbeddings(64)) as store:
         await add_facts(store, user, 6)
@@ -546,7 +559,7 @@ async def test_recall_hnsw_ef_construction(env: ProcessEnv, user: str) -> None:
 @pytest.fixture
 def vector_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """The keyword arguments of every vector search statement the store runs."""
-    import recall.store.search as store_search
+    import recall.store.candidates as store_search
     from recall.db.search import vector_rows as real
 
     calls: list[dict[str, Any]] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import warnings
 from collections.abc import Generator, Iterable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from recall.basestore.indexing import IndexSpec, resolve_index
 from recall.basestore.namespaces import split, validate_op
 from recall.basestore.operations import Prepared, is_minutes, prepare, run_read, run_writes
 from recall.basestore.planning import IndexPlanner
-from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings, process_settings
+from recall.config import RetrievalMode, Settings, parse_mode, process_settings
 from recall.db.items import sweep_items
 from recall.db.migrate import bound_model
 from recall.db.opening import open_database
@@ -58,8 +59,10 @@ class RecallStore(BaseStore):
         pool: an open pool of the project's connections (`recall.db.pool.open_pool`).
         index: the resolved index (None: nothing is embedded, queries rank nothing).
         ttl: LangGraph's `TTLConfig` (None: items never expire unless a put says so).
-        search_mode: how a query ranks: "semantic" (cosine, the default), "keyword" (BM25) or
-            "hybrid" (the project's fusion of both, 0-1).
+        mode: how a query ranks: "semantic" (cosine, the default: an item is any JSON, and
+            LangGraph's own stores rank by cosine), "keyword" (BM25) or "hybrid" (the fusion of
+            both, 0-1, decision 0005: the second stage was fitted on turns, not items).
+        search_mode: the deprecated name of `mode` (a DeprecationWarning).
         database: the database behind the pool (its embedded server, if any, is stopped on
             close by its owner).
         settings: the index thresholds and HNSW parameters (`store_index_threshold`,
@@ -74,9 +77,10 @@ class RecallStore(BaseStore):
         *,
         index: IndexSpec | None = None,
         ttl: TTLConfig | None = None,
-        search_mode: RetrievalMode = "semantic",
+        mode: RetrievalMode = "semantic",
         database: Database | None = None,
         settings: Settings | None = None,
+        search_mode: RetrievalMode | None = None,
     ) -> None:
         self._pool = pool
         self._planner = IndexPlanner(pool, settings or process_settings())
@@ -85,7 +89,7 @@ class RecallStore(BaseStore):
         self.index_config: IndexConfig | None = (
             {"dims": index.dims, "fields": list(index.fields)} if index is not None else None
         )
-        self.search_mode: RetrievalMode = search_mode
+        self.mode: RetrievalMode = parse_mode(_old_mode_name(mode, search_mode))
         self.database = database
         self._loop = asyncio.get_running_loop()
         self._sweeper: asyncio.Task[None] | None = None
@@ -98,8 +102,9 @@ class RecallStore(BaseStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        search_mode: RetrievalMode = "semantic",
+        mode: RetrievalMode = "semantic",
         settings: Settings | None = None,
+        search_mode: RetrievalMode | None = None,
     ) -> RecallStoreConnector:
         """Open a store: use as `async with RecallStore.connect(...) as store:`.
 
@@ -114,10 +119,12 @@ class RecallStore(BaseStore):
                 means the project's offline model. None: no semantic search.
             ttl: LangGraph's `TTLConfig` (`default_ttl` minutes, `refresh_on_read`,
                 `sweep_interval_minutes`).
-            search_mode: "semantic", "keyword" or "hybrid" (see the class).
+            mode: "semantic" (the default), "keyword" or "hybrid" (see the class).
             settings: the rest of the configuration (default: `process_settings()`).
+            search_mode: the deprecated name of `mode` (a DeprecationWarning).
         """
-        return RecallStoreConnector(cls, database_url, index, ttl, search_mode, settings)
+        mode = _old_mode_name(mode, search_mode)
+        return RecallStoreConnector(cls, database_url, index, ttl, mode, settings)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run `ops` from synchronous code, waiting for the result.
@@ -184,7 +191,7 @@ class RecallStore(BaseStore):
                     op = ops[position]
                     assert isinstance(op, GetOp | SearchOp | ListNamespacesOp)
                     results[position] = await run_read(
-                        conn, position, op, prepared, self._index, self.search_mode, self._planner
+                        conn, position, op, prepared, self._index, self.mode, self._planner
                     )
                     position += 1
         except psycopg.Error as exc:
@@ -280,7 +287,24 @@ class RecallStore(BaseStore):
 
     def __repr__(self) -> str:
         dims = self._index.dims if self._index is not None else None
-        return f"RecallStore(index_dims={dims}, search_mode={self.search_mode!r})"
+        return f"RecallStore(index_dims={dims}, mode={self.mode!r})"
+
+    @property
+    def search_mode(self) -> RetrievalMode:
+        """The deprecated name of `mode`."""
+        return self.mode
+
+
+def _old_mode_name(mode: RetrievalMode, search_mode: RetrievalMode | None) -> RetrievalMode:
+    """`search_mode`, the deprecated name of `mode`, when given (with a DeprecationWarning)."""
+    if search_mode is None:
+        return mode
+    warnings.warn(
+        "RecallStore's search_mode= is deprecated: use mode=", DeprecationWarning, stacklevel=3
+    )
+    if mode not in ("semantic", search_mode):
+        raise ConfigError(f"mode={mode!r} and search_mode={search_mode!r} disagree: give mode")
+    return search_mode
 
 
 def _writing(conn: psycopg.AsyncConnection[Any], ops: list[Op]) -> AbstractAsyncContextManager[Any]:
@@ -325,14 +349,14 @@ class RecallStoreConnector:
         database_url: str | None,
         index: IndexConfig | None,
         ttl: TTLConfig | None,
-        search_mode: RetrievalMode,
+        mode: RetrievalMode,
         settings: Settings | None,
     ) -> None:
         self._cls = cls
         self._database_url = database_url
         self._index = index
         self._ttl = ttl
-        self._search_mode = search_mode
+        self._mode = mode
         self._settings = settings
         self._store: RecallStore | None = None
 
@@ -341,14 +365,12 @@ class RecallStoreConnector:
         open the pool.
 
         Raises:
-            ConfigError: a bad `index`, `ttl` or `search_mode`.
+            ConfigError: a bad `index`, `ttl` or `mode`.
             StoreError, MigrationError: the database could not be reached or migrated, or it
                 needs migrations and `auto_migrate` is off.
             EmbeddingError: the model failed when asked for its dimension.
         """
-        if self._search_mode not in RETRIEVAL_MODES:
-            modes = ", ".join(RETRIEVAL_MODES)
-            raise ConfigError(f"search_mode must be one of {modes}, not {self._search_mode!r}")
+        mode = parse_mode(self._mode)
         _check_ttl(self._ttl)
         settings = self._settings or process_settings()
         if self._database_url is not None:
@@ -362,7 +384,7 @@ class RecallStoreConnector:
             pool,
             index=index,
             ttl=self._ttl,
-            search_mode=self._search_mode,
+            mode=mode,
             database=database,
             settings=settings,
         )
@@ -373,7 +395,7 @@ class RecallStoreConnector:
             embedded=database.embedded is not None,
             dims=index.dims if index is not None else None,
             model=index.embedder.name if index is not None else None,
-            search_mode=self._search_mode,
+            mode=mode,
         )
         return store
 

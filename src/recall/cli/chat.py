@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import Annotated, NamedTuple, cast
 
 import typer
 
 from recall.cli.invocation import settings_of, with_store
-from recall.cli.options import ModeOpt, Retrieval, ThresholdOpt, UserOpt, limit_option, retrieval
+from recall.cli.options import ModeOpt, ThresholdOpt, UserOpt, limit_option
 from recall.cli.output import print_memories
-from recall.config import Settings
+from recall.config import RetrievalMode, Settings
 from recall.store import MemoryStore
 
 __all__ = ["app"]
@@ -33,12 +33,21 @@ def chat(
 
     Uses RECALL_CHAT_MODEL when set, else the offline responder. End with Ctrl-D or /quit."""
     settings = settings_of(ctx)
-    how = retrieval(settings, limit, threshold, mode)
+    # what was left out (None) the store fills in (docs/decisions/0033-the-store-decides.md)
+    how = _Retrieval(limit, threshold, cast(RetrievalMode | None, mode))  # --mode checked it
     with_store(settings, lambda store: _converse(store, settings, how, user, thread), create=True)
 
 
+class _Retrieval(NamedTuple):
+    """The search options given to `recall chat` (None: the store's)."""
+
+    limit: int | None
+    threshold: float | None
+    mode: RetrievalMode | None
+
+
 async def _converse(
-    store: MemoryStore, settings: Settings, how: Retrieval, user: str, thread: str | None
+    store: MemoryStore, settings: Settings, how: _Retrieval, user: str, thread: str | None
 ) -> None:
     import uuid
 

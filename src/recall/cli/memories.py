@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from recall.cli.invocation import fail, settings_of, with_store
-from recall.cli.options import JsonOpt, ModeOpt, ThresholdOpt, UserOpt, limit_option, retrieval
+from recall.cli.options import JsonOpt, ModeOpt, ThresholdOpt, UserOpt, limit_option
 from recall.cli.output import plural, print_explained, print_memories
 from recall.store.checks import memory_uuid
 
@@ -48,30 +48,37 @@ def search(
         bool,
         typer.Option(
             "--explain",
-            help="Also show the best memories the threshold keeps out, and the parts of each "
-            "score (the default mode's second stage and gate).",
+            help="Also show the best memories the threshold keeps out, and why each came or "
+            "not: the message's words it holds, how close in meaning and how recent it is, and "
+            "the gate.",
+        ),
+    ] = False,
+    explain_raw: Annotated[
+        bool,
+        typer.Option(
+            "--explain-raw", help="As --explain, with the raw parts of each score by feature."
         ),
     ] = False,
 ) -> None:
-    """Search a user's memories (mode RECALL_RETRIEVAL_MODE, else hybrid: meaning and keywords)."""
-    settings = settings_of(ctx)
-    how = retrieval(settings, limit, threshold, mode)
+    """Search a user's memories (mode RECALL_MODE, else hybrid: meaning and keywords)."""
+    explained = explain or explain_raw
     found = with_store(
-        settings,
-        lambda store: store.search(
+        settings_of(ctx),
+        # what was left out (None) the store fills in, and it says which memories pass
+        lambda store: store.find(
             user,
             text,
-            limit=how.limit,
-            # explained: every candidate up to the limit, each marked against the threshold
-            similarity_threshold=0.0 if explain else how.threshold,
-            mode=how.mode,
-            explain=explain,
+            limit,
+            threshold,
+            mode=mode,
+            explain=explained,
+            kept_out=explained,
         ),
     )
-    if explain:
-        print_explained(found, how.threshold, as_json)
+    if explained:
+        print_explained(found, as_json, raw=explain_raw)
     else:
-        print_memories(found, as_json)
+        print_memories(found.memories, as_json)
 
 
 @app.command()

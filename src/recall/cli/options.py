@@ -1,24 +1,23 @@
 """The options several commands take (`--user`, `--json`, `--limit`, `--threshold`,
-`--mode`), with the settings' defaults in their help, and the search options filled in."""
+`--mode`), with the settings' defaults in their help. A search option left out stays None: the
+store fills it in (docs/decisions/0033-the-store-decides.md)."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, NamedTuple, cast
+from typing import Annotated, Any
 
 import typer
 
-from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings
+from recall.config import RETRIEVAL_MODES, RetrievalMode, Settings, parse_mode
 
 __all__ = [
     "JsonOpt",
     "ModeOpt",
-    "Retrieval",
     "ThresholdOpt",
     "UserOpt",
     "check_mode",
     "limit_option",
-    "retrieval",
 ]
 
 
@@ -35,15 +34,14 @@ def limit_option(maximum: int) -> Any:
     )
 
 
-def check_mode(value: str | None) -> str | None:
-    """Check `--mode` against the retrieval modes (`recall.config.RETRIEVAL_MODES`).
+def check_mode(value: str | None) -> RetrievalMode | None:
+    """Check `--mode` (`recall.config.parse_mode`), so a wrong one is a usage error before the
+    store opens.
 
     Raises:
         typer.BadParameter: not a mode (a usage error, exit status 2).
     """
-    if value is not None and value not in RETRIEVAL_MODES:
-        raise typer.BadParameter(f"must be one of {', '.join(RETRIEVAL_MODES)}, not {value!r}")
-    return value
+    return None if value is None else parse_mode(value, typer.BadParameter, "")
 
 
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="The user whose memories to use.")]
@@ -61,26 +59,6 @@ ModeOpt = Annotated[
     str | None,
     typer.Option(
         callback=check_mode,
-        help=f"{', '.join(RETRIEVAL_MODES)} ({_setting_default('retrieval_mode')}).",
+        help=f"{', '.join(RETRIEVAL_MODES)} ({_setting_default('mode')}).",
     ),
 ]
-
-
-class Retrieval(NamedTuple):
-    """How to search: the options given, the settings for the others."""
-
-    limit: int
-    threshold: float
-    mode: RetrievalMode
-
-
-def retrieval(
-    settings: Settings, limit: int | None, threshold: float | None, mode: str | None
-) -> Retrieval:
-    """Fill the search options left out (None) from `settings`."""
-    return Retrieval(
-        limit=settings.max_memories if limit is None else limit,
-        threshold=settings.similarity_threshold if threshold is None else threshold,
-        # a given mode passed `check_mode`; the setting's was checked by Settings
-        mode=settings.retrieval_mode if mode is None else cast(RetrievalMode, mode),
-    )

@@ -1,5 +1,5 @@
-"""How commands print: counts in words, and memories as text or JSON (with the second
-stage's explanations for `recall search --explain`)."""
+"""How commands print: counts in words, and memories as text or JSON (with the store's
+explanations for `recall search --explain`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 import typer
 
 from recall.memory import Memory
+from recall.store.explaining import raw_lines
+from recall.store.results import SearchResult
 
 __all__ = [
     "plural",
@@ -44,34 +46,34 @@ def print_memories(memories: list[Memory], as_json: bool) -> None:
         typer.echo(f"  ai:   {m.ai_response}")
 
 
-def print_explained(memories: list[Memory], threshold: float, as_json: bool) -> None:
-    """Print a search made at threshold 0 with explanations: each memory marked as passing
-    `threshold` or kept out by it, with the largest parts of its score."""
+def print_explained(result: SearchResult, as_json: bool, raw: bool = False) -> None:
+    """Print an explained search (`MemoryStore.find(..., explain=True, kept_out=True)`) as the
+    store decided it: each memory marked as returned or kept out (`Found.passes`), with the
+    reasons in words (`Found.why`) and, with `raw`, the raw parts of its score. Nothing is
+    decided here."""
     if as_json:
-        rows = [{**_memory_json(m), "passes": _passes(m, threshold)} for m in memories]
+        rows = [
+            {**_memory_json(f.memory), "passes": f.passes, "why": list(f.why)} for f in result.found
+        ]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    if not memories:
+    applies = f"threshold {result.threshold:g}" if result.threshold_applies else "no threshold"
+    typer.echo(f"mode {result.mode}, limit {result.limit}, {applies}")
+    if not result.found:
         typer.echo("no memories found")
         return
-    for m in memories:
-        verdict = "passes" if _passes(m, threshold) else f"kept out by threshold {threshold}"
+    for f in result.found:
+        m = f.memory
+        verdict = "returned" if f.passes else "kept out"
         score = "" if m.score is None else f"[{m.score:.3f}] "
         typer.echo(f"{score}{verdict}: {m.created_at:%Y-%m-%d %H:%M} {m.id}")
         typer.echo(f"  user: {m.user_message}")
         typer.echo(f"  ai:   {m.ai_response}")
-        why = m.explanation
-        if why is None:
-            typer.echo("  (no explanation: this mode has no second stage)")
-            continue
-        typer.echo(
-            f"  gate {why['gate']:+.2f} (below 0: nothing passes 0.5), logit {why['logit']:+.2f}"
-            f" (best {why['best_logit']:+.2f})"
-        )
-        for title, parts in (("gate", why["gate_parts"]), ("ranker", why["ranker"])):
-            top = list(parts.items())[:5]
-            typer.echo(f"  {title}: " + ", ".join(f"{k} {v:+.2f}" for k, v in top))
-
-
-def _passes(m: Memory, threshold: float) -> bool:
-    return m.score is None or m.score >= threshold
+        for line in f.why:
+            typer.echo(f"  - {line}")
+        if raw:
+            if m.explanation is None:
+                typer.echo("  raw: none (this mode has no second stage)")
+            else:
+                for line in raw_lines(m.explanation):
+                    typer.echo(f"  raw {line}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import structlog
@@ -29,9 +30,15 @@ from recall.store.shared import StoreProvider, provider_for
 
 __all__ = [
     "MAX_MEMORY_TEXT",
+    "Retrieval",
     "RetrievedMemory",
     "create_retrieve_memories_node",
+    "first_stage",
+    "ready_store",
+    "retrieve",
+    "retrieve_for",
     "retrieve_memories",
+    "retrieve_node",
     "to_state_dict",
 ]
 
@@ -73,6 +80,7 @@ def to_state_dict(memory: Memory) -> RetrievedMemory:
     }
 
 
+# over 60 lines: its docstring (every argument) is most of it; the body is a few lines
 def create_retrieve_memories_node(
     store: MemoryStore | StoreProvider | None = None,
     *,
@@ -98,7 +106,7 @@ def create_retrieve_memories_node(
             `Settings.similarity_threshold` (0.5). It applies to the cosine in semantic mode,
             to the gated score in hybrid mode, and not at all in keyword mode.
         mode: "semantic", "keyword" or "hybrid"; None: the serving store's
-            `Settings.retrieval_mode` ("hybrid"). The store decides what the caller left out,
+            `Settings.mode` ("hybrid"). The store decides what the caller left out,
             so a store opened with its own `Settings` is not overridden by the environment.
         search_timeout_ms: give up after this long; `Settings.search_timeout_ms` when None.
         reranker: a second stage, e.g. `ChatModelReranker(model)`.
@@ -121,119 +129,171 @@ def create_retrieve_memories_node(
         starts, and logs `memory.retrieve.cold_start`: a cold start is slow, never silently
         empty.
     """
-    provider = provider_for(store)
-    cfg = settings or process_settings()
-    recorder = metrics if metrics is not None else METRICS
-    timeout_ms = search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms
-    timeout_s = timeout_ms / 1000
     rerank_on = (reranker is not None) if enable_rerank is None else enable_rerank
     if rerank_on and reranker is None:
         raise ValueError("enable_rerank=True needs a reranker")
-
-    async def ready_store(deadline: float) -> tuple[MemoryStore, float]:
-        """The store, with its model loaded, and the search's deadline. Opening the store
-        counts against the search timeout; a model still loading (the default model's first
-        use in a process, with an ONNX export when the cache is empty) is waited for, up to
-        `COLD_START_TIMEOUT_S`, outside it (the deadline moves by the wait), and logged as
-        `memory.retrieve.cold_start`."""
-        async with asyncio.timeout_at(deadline):
-            memory_store = await provider()
-        embedder = getattr(memory_store, "embedder", None)  # a stand-in store may have none
-        if embedder is not None and not embedder.ready:
-            started = time.perf_counter()
-            async with asyncio.timeout(COLD_START_TIMEOUT_S):
-                await embedder.load()
-            deadline += time.perf_counter() - started
-            log.warning(
-                "memory.retrieve.cold_start",
-                waited_ms=round((time.perf_counter() - started) * 1000, 2),
-                hint="the model loaded on this request: `recall db start` or the server's "
-                "start-up loads it ahead",
-            )
-        return memory_store, deadline
-
-    def most(memory_store: MemoryStore) -> int:
-        """The memories returned at most: the caller's limit, else the store's."""
-        return memory_store.settings.max_memories if limit is None else limit
-
-    async def candidates(memory_store: MemoryStore, user_id: str, query: str) -> list[Memory]:
-        # with a re-ranker, stage 1 hands it `vector_search_top_k` memories at least
-        stage1 = max(most(memory_store), vector_search_top_k) if rerank_on else most(memory_store)
-        if not enable_vector_search:
-            return await memory_store.recent(user_id, stage1)
-        return await memory_store.search(
-            user_id,
-            query,
-            limit=stage1 if rerank_on else limit,
-            similarity_threshold=similarity_threshold,
-            mode=mode,
-        )
+    cfg = settings or process_settings()
+    how = Retrieval(
+        provider=provider_for(store),
+        settings=cfg,
+        metrics=metrics if metrics is not None else METRICS,
+        limit=limit,
+        similarity_threshold=similarity_threshold,
+        mode=mode,
+        timeout_ms=search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms,
+        reranker=reranker if rerank_on else None,
+        vector_search=enable_vector_search,
+        top_k=vector_search_top_k,
+        rerank_timeout_ms=rerank_timeout_ms,
+    )
 
     async def retrieve_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Retrieve the user's memories most relevant to their latest message."""
-        user_id = user_id_from_config(config)
-        with structlog.contextvars.bound_contextvars(
-            user_id=user_id, thread_id=thread_id(config), node="retrieve_memories"
-        ):
-            found, outcome, elapsed_ms = await retrieve(state, user_id)
-        if cfg.track_retrieval_latency or outcome not in ("ok", "empty"):
-            recorder.record(
-                outcome,
-                elapsed_ms,
-                [m["similarity"] for m in found],
-                alerts=cfg.alert_on_failures,
-            )
-        return {"retrieved_memories": found}
-
-    async def retrieve(
-        state: Any, user_id: str | None
-    ) -> tuple[list[RetrievedMemory], Outcome, float]:
-        started = time.perf_counter()
-
-        def elapsed() -> float:
-            return round((time.perf_counter() - started) * 1000, 2)
-
-        try:
-            if user_id is None:
-                log.warning("memory.retrieve.skip", reason="no_user")
-                return [], "no_user", elapsed()
-            query = latest_human_text(state)
-            if query is None:
-                log.info("memory.retrieve.skip", reason="no_message")
-                return [], "no_message", elapsed()
-            log.debug(
-                "memory.retrieve.start",
-                mode=mode,
-                **({"query": query} if cfg.log_search_queries else {}),
-            )
-            loop = asyncio.get_running_loop()
-            memory_store, deadline = await ready_store(loop.time() + timeout_s)
-            async with asyncio.timeout_at(deadline):
-                memories = await candidates(memory_store, user_id, query)
-            if rerank_on and reranker is not None:
-                memories = await rerank_memories(
-                    reranker, query, memories, timeout_s=rerank_timeout_ms / 1000
-                )
-            found = [to_state_dict(m) for m in memories[: most(memory_store)]]
-            extra: dict[str, Any] = {}
-            if cfg.track_retrieval_latency:
-                extra["latency_ms"] = elapsed()
-            if cfg.log_similarity_scores:
-                extra["similarities"] = [m["similarity"] for m in found]
-            search_mode = (
-                getattr(memory_store, "settings", cfg).retrieval_mode if mode is None else mode
-            )
-            log.info("memory.retrieve.done", count=len(found), mode=search_mode, **extra)
-            return found, ("ok" if found else "empty"), elapsed()
-        except TimeoutError:
-            log.error("memory.retrieve.timeout", timeout_ms=timeout_ms)
-            return [], "timeout", elapsed()
-        except Exception as exc:  # no failure of memory ever fails the turn
-            kind = outcome_of(exc)
-            log.error("memory.retrieve.error", kind=kind, error=str(exc))
-            return [], kind, elapsed()
+        return await retrieve_node(how, state, config)
 
     return retrieve_memories
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """What a retrieve node was made with (`create_retrieve_memories_node`'s arguments, its
+    settings and timeout resolved; limit, threshold and mode left to the store when None).
+    `reranker` is None when the node does not re-rank."""
+
+    provider: StoreProvider
+    settings: Settings
+    metrics: RetrievalMetrics
+    limit: int | None
+    similarity_threshold: float | None
+    mode: RetrievalMode | None
+    timeout_ms: int
+    reranker: Reranker | None
+    vector_search: bool
+    top_k: int
+    rerank_timeout_ms: int
+
+
+async def retrieve_node(how: Retrieval, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    """The retrieve node's body: the user's memories for their latest message into state,
+    the retrieval recorded in `how.metrics`."""
+    user_id = user_id_from_config(config)
+    with structlog.contextvars.bound_contextvars(
+        user_id=user_id, thread_id=thread_id(config), node="retrieve_memories"
+    ):
+        found, outcome, elapsed_ms = await retrieve(how, state, user_id)
+    if how.settings.track_retrieval_latency or outcome not in ("ok", "empty"):
+        how.metrics.record(
+            outcome,
+            elapsed_ms,
+            [m["similarity"] for m in found],
+            alerts=how.settings.alert_on_failures,
+        )
+    return {"retrieved_memories": found}
+
+
+async def retrieve(
+    how: Retrieval, state: Any, user_id: str | None
+) -> tuple[list[RetrievedMemory], Outcome, float]:
+    """The memories for the latest human message of `state`, the outcome and the time taken
+    (ms). Never raises: a failure or a timeout is an outcome with no memories."""
+    started = time.perf_counter()
+
+    def elapsed() -> float:
+        return round((time.perf_counter() - started) * 1000, 2)
+
+    try:
+        if user_id is None:
+            log.warning("memory.retrieve.skip", reason="no_user")
+            return [], "no_user", elapsed()
+        query = latest_human_text(state)
+        if query is None:
+            log.info("memory.retrieve.skip", reason="no_message")
+            return [], "no_message", elapsed()
+        log.debug(
+            "memory.retrieve.start",
+            mode=how.mode,
+            **({"query": query} if how.settings.log_search_queries else {}),
+        )
+        memories, mode = await retrieve_for(how, user_id, query)
+        found = [to_state_dict(m) for m in memories]
+        extra: dict[str, Any] = {}
+        if how.settings.track_retrieval_latency:
+            extra["latency_ms"] = elapsed()
+        if how.settings.log_similarity_scores:
+            extra["similarities"] = [m["similarity"] for m in found]
+        log.info("memory.retrieve.done", count=len(found), mode=mode, **extra)
+        return found, ("ok" if found else "empty"), elapsed()
+    except TimeoutError:
+        log.error("memory.retrieve.timeout", timeout_ms=how.timeout_ms)
+        return [], "timeout", elapsed()
+    except Exception as exc:  # no failure of memory ever fails the turn
+        kind = outcome_of(exc)
+        log.error("memory.retrieve.error", kind=kind, error=str(exc))
+        return [], kind, elapsed()
+
+
+async def retrieve_for(
+    how: Retrieval, user_id: str, query: str
+) -> tuple[list[Memory], RetrievalMode | None]:
+    """The memories for `query`, within the search timeout, re-ranked when the node re-ranks,
+    and the mode the store searched in (None: the most recent memories, no search).
+
+    Raises:
+        TimeoutError, and whatever the store or the re-ranker raised.
+    """
+    loop = asyncio.get_running_loop()
+    memory_store, deadline = await ready_store(how, loop.time() + how.timeout_ms / 1000)
+    async with asyncio.timeout_at(deadline):
+        memories, mode, most = await first_stage(how, memory_store, user_id, query)
+    if how.reranker is not None:
+        memories = await rerank_memories(
+            how.reranker, query, memories, timeout_s=how.rerank_timeout_ms / 1000
+        )
+    return memories[:most], mode
+
+
+async def first_stage(
+    how: Retrieval, memory_store: MemoryStore, user_id: str, query: str
+) -> tuple[list[Memory], RetrievalMode | None, int]:
+    """The store's answer for `query` (`MemoryStore.find`: what passes, and the mode and limit
+    it resolved), or the user's most recent memories without vector search; with a re-ranker,
+    `top_k` candidates at least for it. Returns the memories, the mode and the most to keep."""
+    # the store's own limit when the caller gave none (read, not decided here)
+    most = memory_store.settings.max_memories if how.limit is None else how.limit
+    stage1 = max(most, how.top_k) if how.reranker is not None else most
+    if not how.vector_search:
+        return await memory_store.recent(user_id, stage1), None, most
+    result = await memory_store.find(
+        user_id,
+        query,
+        limit=stage1 if how.reranker is not None else how.limit,
+        similarity_threshold=how.similarity_threshold,
+        mode=how.mode,
+    )
+    return result.memories, result.mode, most if how.reranker is not None else result.limit
+
+
+async def ready_store(how: Retrieval, deadline: float) -> tuple[MemoryStore, float]:
+    """The store, with its model loaded, and the search's deadline. Opening the store counts
+    against the search timeout; a model still loading (the default model's first use in a
+    process, with an ONNX export when the cache is empty) is waited for, up to
+    `COLD_START_TIMEOUT_S`, outside it (the deadline moves by the wait), and logged as
+    `memory.retrieve.cold_start`."""
+    async with asyncio.timeout_at(deadline):
+        memory_store = await how.provider()
+    embedder = getattr(memory_store, "embedder", None)  # a stand-in store may have none
+    if embedder is not None and not embedder.ready:
+        started = time.perf_counter()
+        async with asyncio.timeout(COLD_START_TIMEOUT_S):
+            await embedder.load()
+        deadline += time.perf_counter() - started
+        log.warning(
+            "memory.retrieve.cold_start",
+            waited_ms=round((time.perf_counter() - started) * 1000, 2),
+            hint="the model loaded on this request: `recall db start` or the server's "
+            "start-up loads it ahead",
+        )
+    return memory_store, deadline
 
 
 _default_retrieve: Node | None = None

@@ -4,6 +4,7 @@ durable `TurnWriter`, and never fails the turn."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,14 @@ from recall.search.provenance import provenance_of
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
-__all__ = ["create_store_memories_node", "store_memories"]
+__all__ = [
+    "Writing",
+    "create_store_memories_node",
+    "store_memories",
+    "store_node",
+    "turn_of",
+    "write_turn",
+]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -74,73 +82,103 @@ def create_store_memories_node(
     if writer is None:
         path = queue_path or cfg.queue_path
         writer = TurnWriter(provider_for(store), Outbox(path), wait_s=wait_s, settings=cfg)
-    turn_writer = writer
-    started_drain = False
+    how = Writing(writer, cfg, consolidation)
 
     async def store_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Store the latest user/AI turn pair of this thread."""
-        with structlog.contextvars.bound_contextvars(
-            user_id=user_id_from_config(config), thread_id=thread_id(config), node="store_memories"
-        ):
-            await write(state, config)
-        return {}
+        return await store_node(how, state, config)
 
-    async def write(state: Any, config: RunnableConfig) -> None:
-        nonlocal started_drain
+    return store_memories
+
+
+@dataclass(slots=True)
+class Writing:
+    """What a writer node was made with, and whether it has started draining the turns an
+    earlier process could not write (`started`, set by its first turn)."""
+
+    writer: TurnWriter
+    settings: Settings
+    consolidation: ConsolidationScheduler | None
+    started: bool = False
+
+
+async def store_node(how: Writing, state: Any, config: RunnableConfig) -> dict[str, Any]:
+    """The writer node's body: the latest turn pair of `state` to `how.writer`; never raises."""
+    with structlog.contextvars.bound_contextvars(
+        user_id=user_id_from_config(config), thread_id=thread_id(config), node="store_memories"
+    ):
         try:
-            if not started_drain:  # turns an earlier process could not write
-                started_drain = True
-                turn_writer.start()
-            user_id = user_id_from_config(config)
-            if user_id is None:
-                log.warning("memory.write.skip", reason="no_user")
-                return
-            if isinstance(state, Mapping) and state.get("__error__"):
-                log.info("memory.write.skip", reason="error_response")
-                return
-            pair = latest_turn(state)
-            if pair is None:
-                log.info("memory.write.skip", reason="no_pair")
-                return
-            human, ai = pair
-            user_text = message_text(human.content)
-            if len(user_text.strip()) < cfg.min_message_length:
-                log.info("memory.write.skip", reason="too_short")
-                return
-            if cfg.filter_error_responses and is_error_response(ai):
-                log.info("memory.write.skip", reason="error_response")
-                return
-            now = datetime.now(UTC)
-            reply = message_text(ai.content)
-            outcome = await turn_writer.submit(
-                user_id,
-                user_text,
-                reply,
-                conversation_id=thread_id(config),
-                created_at=now,
-                provenance=provenance_of(user_text, reply, _retrieved(state)),
-            )
-            log.info("memory.write.done", outcome=outcome)
-            if not cfg.filter_system_messages:
-                for text in system_texts_of_latest_turn(state):
-                    outcome = await turn_writer.submit(
-                        user_id,
-                        text,
-                        "",
-                        conversation_id=thread_id(config),
-                        created_at=now,
-                        metadata={"source": "system_message"},
-                        kind="note",
-                    )
-                    log.info("memory.write.done", outcome=outcome, source="system_message")
-            if consolidation is not None:
-                consolidation.notify(user_id, thread_id(config))
+            if not how.started:  # turns an earlier process could not write
+                how.started = True
+                how.writer.start()
+            await write_turn(how, state, config)
         except InvalidInputError as exc:
             log.warning("memory.write.skip", reason="invalid", error=str(exc))
         except Exception as exc:  # the reply is already made; never fail the turn here
             log.error("memory.write.error", kind=outcome_of(exc), error=str(exc))
+    return {}
 
-    return store_memories
+
+def turn_of(state: Any, settings: Settings) -> tuple[str, str] | None:
+    """The latest user message and the AI's reply to it, or None when this turn is not stored
+    (none, an error response, a message too short), the reason logged."""
+    if isinstance(state, Mapping) and state.get("__error__"):
+        log.info("memory.write.skip", reason="error_response")
+        return None
+    pair = latest_turn(state)
+    if pair is None:
+        log.info("memory.write.skip", reason="no_pair")
+        return None
+    human, ai = pair
+    user_text = message_text(human.content)
+    if len(user_text.strip()) < settings.min_message_length:
+        log.info("memory.write.skip", reason="too_short")
+        return None
+    if settings.filter_error_responses and is_error_response(ai):
+        log.info("memory.write.skip", reason="error_response")
+        return None
+    return user_text, message_text(ai.content)
+
+
+async def write_turn(how: Writing, state: Any, config: RunnableConfig) -> None:
+    """Submit the latest turn pair (with the provenance of the memories retrieved for it) and,
+    with `filter_system_messages` off, this turn's system messages as notes.
+
+    Raises:
+        InvalidInputError: the turn can never be stored; anything the writer raised.
+    """
+    user_id = user_id_from_config(config)
+    if user_id is None:
+        log.warning("memory.write.skip", reason="no_user")
+        return
+    turn = turn_of(state, how.settings)
+    if turn is None:
+        return
+    user_text, reply = turn
+    now = datetime.now(UTC)
+    outcome = await how.writer.submit(
+        user_id,
+        user_text,
+        reply,
+        conversation_id=thread_id(config),
+        created_at=now,
+        provenance=provenance_of(user_text, reply, _retrieved(state)),
+    )
+    log.info("memory.write.done", outcome=outcome)
+    if not how.settings.filter_system_messages:
+        for text in system_texts_of_latest_turn(state):
+            outcome = await how.writer.submit(
+                user_id,
+                text,
+                "",
+                conversation_id=thread_id(config),
+                created_at=now,
+                metadata={"source": "system_message"},
+                kind="note",
+            )
+            log.info("memory.write.done", outcome=outcome, source="system_message")
+    if how.consolidation is not None:
+        how.consolidation.notify(user_id, thread_id(config))
 
 
 def _retrieved(state: Any) -> list[Mapping[str, Any]]:

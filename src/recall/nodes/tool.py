@@ -34,8 +34,7 @@ def create_memory_search_tool(
 
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
-        mode: "semantic", "keyword" or "hybrid"; the store's `Settings.retrieval_mode` when
-            None.
+        mode: "semantic", "keyword" or "hybrid"; the store's `Settings.mode` when None.
         max_results_cap: the most results the model may ask for.
     """
     provider = provider_for(store)
@@ -47,15 +46,17 @@ def create_memory_search_tool(
             return "Memory search is unavailable: no authenticated user."
         count = max(1, min(int(max_results), max_results_cap))
         try:
-            found = await (await provider()).search(
+            result = await (await provider()).find(
                 user_id, query, limit=count, similarity_threshold=0.0, mode=mode
             )
+            found = result.memories
         except Exception as exc:
             log.error("memory.tool.error", kind=type(exc).__name__, error=str(exc))
             return "Memory search failed; try again later."
         log.info(
             "memory.tool.done",
             count=len(found),
+            mode=result.mode,
             latency_ms=round((time.perf_counter() - started) * 1000, 2),
         )
         if not found:

@@ -36,6 +36,20 @@ Checked = tuple[MemoryStore, Turn]
 """A turn checked with a store's limits, and that store (the first attempt hands it over)."""
 
 
+def _queued(checked: Turn, created_at: datetime, provenance: Provenance | None) -> dict[str, Any]:
+    """A checked turn as the queue keeps it (JSON: `add_turn`'s keyword arguments)."""
+    return {
+        "user_id": checked.user_id,
+        "user_message": checked.user_message,
+        "ai_response": checked.ai_response,
+        "conversation_id": checked.conversation_id,
+        "created_at": created_at.isoformat(),
+        "metadata": checked.metadata,
+        "kind": checked.kind,
+        "provenance": None if provenance is None else provenance.as_dict(),
+    }
+
+
 class TurnWriter:
     """Writes turns to the store through a durable queue.
 
@@ -107,16 +121,7 @@ class TurnWriter:
             max_length=limits.max_message_length,
             max_metadata_bytes=limits.max_metadata_bytes,
         )
-        turn: dict[str, Any] = {
-            "user_id": checked.user_id,
-            "user_message": checked.user_message,
-            "ai_response": checked.ai_response,
-            "conversation_id": checked.conversation_id,
-            "created_at": created_at.isoformat(),
-            "metadata": checked.metadata,
-            "kind": checked.kind,
-            "provenance": None if provenance is None else provenance.as_dict(),
-        }
+        turn = _queued(checked, created_at, provenance)
         queue_id = await self.outbox.put(checked.user_id, turn)
         # the first attempt hands the checked turn to the store that gave the limits (checked
         # once); a turn read back from the queue is checked by the store again (the file

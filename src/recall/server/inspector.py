@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from importlib import resources
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from recall.config import RETRIEVAL_MODES, RetrievalMode
 from recall.errors import InvalidInputError, RecallError
 from recall.memory import Memory
 from recall.metrics import METRICS
@@ -145,31 +144,28 @@ async def memories(request: Request, user: str, store: MemoryStore) -> Response:
 
 async def search(request: Request, user: str, store: MemoryStore) -> Response:
     """The user's memories ranked for `?q=` in `?mode=` (semantic, keyword or hybrid; the
-    server's default when left out), with their scores, `?limit=` (1-100, 10). Every result up
-    to the limit comes, each marked `passes` (its score reaches the store's threshold, so the
-    agent would get it) and, in the default mode, with the parts of its score."""
+    server's default when left out), with their scores, `?limit=` (1-100, 10): those that
+    pass, then the best the store keeps out, each marked `passes` as the store decided (the
+    agent gets those that pass), with why in words (`why`) and, in the default mode, the raw
+    parts of its score (`explanation`)."""
     query = request.query_params.get("q", "")
     if len(query) > store.settings.max_query_length:
         raise InvalidInputError(f"q is longer than {store.settings.max_query_length} characters")
-    asked = request.query_params.get("mode") or None
-    if asked is not None and asked not in RETRIEVAL_MODES:
-        raise InvalidInputError(f"mode must be one of {', '.join(RETRIEVAL_MODES)}")
-    mode = cast(RetrievalMode | None, asked)
     limit = _int(request, "limit", 10, MAX_PAGE)
-    found = await store.search(
-        user, query, limit=limit, similarity_threshold=0.0, mode=mode, explain=True
+    result = await store.find(
+        user,
+        query,
+        limit=limit,
+        mode=request.query_params.get("mode") or None,
+        explain=True,
+        kept_out=True,
     )
-    threshold = store.settings.similarity_threshold
-    used = mode or store.settings.retrieval_mode
-    # the threshold does not apply to keyword search (BM25 has no fixed scale)
-    rows = [
-        {**_memory(m), "passes": used == "keyword" or m.score is None or m.score >= threshold}
-        for m in found
-    ]
+    rows = [{**_memory(f.memory), "passes": f.passes, "why": list(f.why)} for f in result.found]
     return JSONResponse(
         {
-            "mode": used,
-            "threshold": threshold,
+            "mode": result.mode,
+            "threshold": result.threshold,
+            "threshold_applies": result.threshold_applies,
             "memories": rows,
         }
     )

@@ -136,12 +136,10 @@ async def open_store(
     *,
     index: IndexConfig | None = None,
     ttl: TTLConfig | None = None,
-    search_mode: Any = "semantic",
+    mode: Any = "semantic",
 ) -> AsyncIterator[RecallStore]:
     """`RecallStore.connect(...)` as these tests open it."""
-    async with RecallStore.connect(
-        database_url=url, index=index, ttl=ttl, search_mode=search_mode
-    ) as store:
+    async with RecallStore.connect(database_url=url, index=index, ttl=ttl, mode=mode) as store:
         yield store
 
 

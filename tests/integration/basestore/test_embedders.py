@@ -133,8 +133,8 @@ async def test_index_fields_must_be_paths(module_url: str) -> None:
 
 
 async def test_unknown_search_mode_is_a_clear_error(module_url: str) -> None:
-    with pytest.raises((RecallError, ValueError), match="search_mode"):
-        async with open_store(module_url, search_mode="fuzzy"):
+    with pytest.raises((RecallError, ValueError), match="mode"):
+        async with open_store(module_url, mode="fuzzy"):
             pass
 
 

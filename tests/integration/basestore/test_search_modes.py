@@ -1,4 +1,4 @@
-"""`search_mode="keyword"` and `"hybrid"` (docs/basestore.md): the same BaseStore behaviour
+"""`mode="keyword"` and `"hybrid"` (docs/basestore.md): the same BaseStore behaviour
 (namespaces, filters, paging, one result per item), ranked by BM25 or by the fused
 relevance. `semantic` is the default and is what the other modules test."""
 
@@ -24,7 +24,7 @@ TEXTS = {
 @pytest.fixture(params=["keyword", "hybrid"])
 async def mode_store(request: pytest.FixtureRequest, module_url: str) -> AsyncIterator[RecallStore]:
     index: IndexConfig = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
-    async with open_store(module_url, index=index, search_mode=request.param) as store:
+    async with open_store(module_url, index=index, mode=request.param) as store:
         yield store
 
 
@@ -46,7 +46,7 @@ async def test_best_match_first(mode_store: RecallStore, ns: tuple[str, ...]) ->
     assert len(set(keys(results))) == len(results)
     scores = [r.score for r in results if r.score is not None]
     assert scores == sorted(scores, reverse=True)
-    if mode_store.search_mode == "hybrid":
+    if mode_store.mode == "hybrid":
         assert all(0.0 <= s <= 1.0 for s in scores)
 
 
@@ -76,7 +76,7 @@ async def test_keyword_mode_scores_only_matching_words(
 ) -> None:
     """BM25: an item without a word of the query has no score (or is left out)."""
     index: IndexConfig = {"dims": 64, "embed": FakeEmbeddings(64), "fields": ["text"]}
-    async with open_store(module_url, index=index, search_mode="keyword") as store:
+    async with open_store(module_url, index=index, mode="keyword") as store:
         await _fill(store, ns)
         results = await store.asearch((*ns, "zoo"), query="honey")
         assert results[0].key == "bee" and results[0].score is not None and results[0].score > 0

@@ -51,9 +51,9 @@ function memoryItem(m) {
   if (m.ai_response) li.append(el("p", "reply", m.ai_response));
   if (m.passes === false) {
     li.classList.add("kept-out");
-    meta.append(el("span", "verdict", "kept out by the threshold"));
+    meta.append(el("span", "verdict", "kept out"));
   }
-  if (m.explanation) li.append(whyItem(m.explanation));
+  if (m.why && m.why.length) li.append(whyItem(m.why, m.explanation));
   if (m.restates) meta.append(el("span", "restates", `restates ${m.restates} memor${m.restates === 1 ? "y" : "ies"}`));
   if (m.repeats) meta.append(el("span", "repeats", `repeated ${m.repeats}×, last ${when(m.last_seen)}`));
   li.append(linksItem(m.id));
@@ -93,21 +93,30 @@ function linksItem(id) {
   return box;
 }
 
-// Why a memory came (or was kept out): the gate's verdict on the message and the largest
-// parts of the ranker's score, from the search's `explanation`.
-function whyItem(why) {
+// Why a memory came (or was kept out), in the words the store wrote (`why`): the message's
+// words it holds, how close and how recent it is, the gate; the raw parts of its score
+// (`explanation`, the default mode only) one click further.
+function whyItem(why, raw) {
   const box = el("details", "why");
   box.dataset.testid = "why";
-  box.append(el("summary", null, `why: gate ${why.gate.toFixed(2)}, logit ${why.logit.toFixed(2)}`));
-  const parts = (title, named) => {
-    const top = Object.entries(named).slice(0, 5);
-    return el("p", null, `${title}: ` + top.map(([k, v]) => `${k} ${v >= 0 ? "+" : ""}${v.toFixed(2)}`).join(", "));
-  };
-  box.append(
-    el("p", "muted", "Gate below 0: the message looks like nothing the memories answer, so nothing passes 0.5."),
-    parts("gate", why.gate_parts),
-    parts("ranker", why.ranker),
-  );
+  box.append(el("summary", null, "why"));
+  const list = el("ul", "reasons");
+  for (const line of why) list.append(el("li", null, line));
+  box.append(list);
+  if (raw) {
+    const parts = (title, named) => {
+      const top = Object.entries(named).slice(0, 5);
+      return el("p", null, `${title}: ` + top.map(([k, v]) => `${k} ${v >= 0 ? "+" : ""}${v.toFixed(2)}`).join(", "));
+    };
+    const more = el("details", "raw");
+    more.dataset.testid = "raw";
+    more.append(
+      el("summary", null, `raw parts: gate ${raw.gate.toFixed(2)}, logit ${raw.logit.toFixed(2)}`),
+      parts("gate", raw.gate_parts),
+      parts("ranker", raw.ranker),
+    );
+    box.append(more);
+  }
   return box;
 }
 
@@ -142,9 +151,10 @@ async function runSearch(event) {
     $("more").hidden = true;
     $("clear-search").hidden = false;
     const passing = body.memories.filter((m) => m.passes !== false).length;
+    const rule = body.threshold_applies ? `threshold ${body.threshold}` : "no threshold";
     setStatus(
-      `${body.memories.length} found for “${q}” (${body.mode}), best first; ` +
-        `${passing} pass the threshold ${body.threshold} and would reach the agent.`,
+      `${body.memories.length} found for “${q}” (${body.mode}, ${rule}), best first; ` +
+        `${passing} would reach the agent.`,
     );
   } catch (error) {
     setStatus(error.message, true);

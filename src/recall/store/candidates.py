@@ -1,0 +1,239 @@
+"""The rows a search starts from: each user's plan (exact, or their own HNSW index; cached per
+user), the vector side, the keyword side (BM25), and the second stage's candidates, which
+`benchmarks/fit_second_stage.py` fits on (`Candidates.candidates`)."""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Any
+from uuid import UUID
+
+from psycopg import AsyncConnection
+
+from recall.db.memories import user_plan
+from recall.db.search import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
+from recall.embeddings import Vector
+from recall.memory import MemoryRow
+from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
+from recall.search.echo import is_unanswered
+from recall.search.keywords import KeywordQuery, keywords_from_text
+from recall.store.base import Plan
+from recall.store.maintenance import Maintenance
+
+__all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Candidates", "answered"]
+
+ECHO_SLACK = 20  # rows fetched beyond the limit, so leaving out echoes still fills it
+# A user with more memories than SCOPE_FROM gets the second stage over their SCOPE nearest
+# memories: BM25 and its statistics are taken there (as for a user of SCOPE memories, the size
+# the second stage was fitted on), so its cost does not grow with the history; a memory that only
+# BM25 would find outside them is not a candidate (docs/retrieval.md).
+SCOPE_FROM = 2000
+SCOPE = 300
+
+
+def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
+    """The rows that are not a question left unanswered (recall.search.echo)."""
+    return [r for r in rows if not is_unanswered(r.user_message, r.ai_response)]
+
+
+def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
+    """The ids of the best `k` memories by BM25, and a few more: questions left unanswered
+    leave afterwards (`_pick`). Ties go by id: UUIDs compare as their text does, and as
+    PostgreSQL orders them."""
+    hits = sorted((t for t in terms if t.id is not None), key=lambda t: (-(t.bm25 or 0.0), t.id))
+    return [t.id for t in hits[: k + ECHO_SLACK] if t.id is not None]
+
+
+def _unanswered_ids(rows: list[DetailRow]) -> set[UUID]:
+    """The ids of the rows that are a question left unanswered, each row judged once."""
+    return {r.id for r in rows if is_unanswered(r.user_message, r.ai_response)}
+
+
+def _pick(
+    terms: list[TermRow], details: list[DetailRow], near: list[UUID], k: int, unanswered: set[UUID]
+) -> list[DetailRow]:
+    """The second stage's candidates, in `details`' order: the vector side's (`near`), and the
+    best `k` by BM25 once the questions left unanswered (`unanswered`, their ids) are out (the
+    SQL brings a few more for that). Picked before they are assembled, so that only they are."""
+    bm25 = {t.id: t.bm25 or 0.0 for t in terms if t.id is not None}
+    answered = [d for d in details if d.id not in unanswered]
+    by_bm25 = sorted(
+        (d for d in answered if bm25.get(d.id, 0.0) > 0), key=lambda d: (-bm25[d.id], d.id)
+    )
+    wanted = set(near) | {d.id for d in by_bm25[:k]}
+    return [d for d in answered if d.id in wanted]
+
+
+class Candidates(Maintenance):
+    """The plan per user and the candidate rows of each mode (a plan may schedule an index
+    build, hence `Maintenance` below it)."""
+
+    async def candidates(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Vector,
+        k: int,
+        *,
+        terms: list[TermRow] | None = None,
+        vectors: bool = True,
+    ) -> tuple[list[CandidateRow], list[int]]:
+        """The second stage's candidates for a query: the user's best `k` memories by cosine
+        (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
+        when they hold more than `SCOPE_FROM`), questions left unanswered out, and the vector
+        side's order as indexes into them (best first). For
+        `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served.
+
+        Args:
+            terms: the keyword side (`recall.search_terms` over all the user's memories),
+                when `search` fetched it while the query was being embedded.
+            vectors: fetch the candidates' vectors (`CandidateRow.embedding`; None without).
+
+        Raises:
+            StoreError.
+        """
+        plan = await self._plan_of(user_id)
+        keywords = keywords_from_text(query_text)
+        scoped = None
+        if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
+            scoped = await self._scoped(user_id, query_vector, plan, keywords, k, vectors)
+        if scoped is not None:
+            terms, details, near = scoped
+            unanswered = _unanswered_ids(details)
+        elif plan.memories > SCOPE_FROM:  # the same in three calls
+            nearest = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
+            terms = await self._terms(user_id, keywords, [r.id for r in nearest])
+            # the first k answered ones (judged until k are found, not all SCOPE of them)
+            answered = (r.id for r in nearest if not is_unanswered(r.user_message, r.ai_response))
+            near = list(islice(answered, k))
+            details = await self._details(
+                user_id, query_vector, 0, near + _best_by_bm25(terms, k), vectors
+            )
+            unanswered = _unanswered_ids(details)
+        else:
+            if terms is None:
+                terms = await self._terms(user_id, keywords, None)
+            details = await self._details(
+                user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k), vectors
+            )
+            unanswered = _unanswered_ids(details)
+            # the exact nearest, as recall.search_exact orders them
+            ordered = sorted(details, key=lambda d: (d.distance, d.id))[: k + ECHO_SLACK]
+            near = [r.id for r in ordered if r.id not in unanswered][:k]
+        rows = assemble(terms, _pick(terms, details, near, k, unanswered))
+        position = {r.id: i for i, r in enumerate(rows)}
+        return rows, [position[i] for i in near if i in position]
+
+    async def _scoped(
+        self,
+        user_id: str,
+        vector: Vector,
+        plan: Plan,
+        keywords: KeywordQuery,
+        k: int,
+        vectors: bool = True,
+    ) -> tuple[list[TermRow], list[DetailRow], list[UUID]] | None:
+        """A large user's keyword side, the candidates' details and the first `k` answered
+        memories of their `SCOPE` nearest (ids), from one call (`recall.search_scoped`): it
+        brings the details of the first `k + ECHO_SLACK` nearest, and the unanswered questions
+        among them are judged here. None when fewer than `k` of those are answered and the
+        scope holds more: then the three calls of before find the rest."""
+        fetch = k + ECHO_SLACK
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            rows = await scoped_rows(
+                conn,
+                user_id=user_id,
+                vector=vector,
+                scope=SCOPE,
+                index=plan.hnsw_index,
+                ef_search=self.settings.hnsw_ef_search,
+                keywords=keywords,
+                near=fetch,
+                best=fetch,
+                vectors=vectors,
+            )
+        terms, details, nearest = split_scoped(rows)
+        by_id = {d.id: d for d in details}
+        answered = [
+            i for i in nearest if not is_unanswered(by_id[i].user_message, by_id[i].ai_response)
+        ]
+        if len(answered) < k and len(nearest) == fetch:
+            return None
+        return terms, details, answered[:k]
+
+    async def _plan_of(self, user_id: str) -> Plan:
+        cached = self._plans.get(user_id)
+        if cached is not None:
+            return cached
+        async with self._conn("search", read=True, user=user_id) as conn:
+            return await self._plan(conn, user_id)
+
+    async def _terms(
+        self, user_id: str, keywords: KeywordQuery, scope: list[UUID] | None
+    ) -> list[TermRow]:
+        # recall.search_terms sets the row-level security key itself: no transaction
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            return await term_rows(conn, user_id=user_id, keywords=keywords, scope=scope)
+
+    async def _details(
+        self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool
+    ) -> list[DetailRow]:
+        async with self._conn("search", read=True, reader=user_id) as conn:
+            return await detail_rows(
+                conn, user_id=user_id, vector=vector, limit=limit, ids=ids, vectors=vectors
+            )
+
+    async def _plan(self, conn: AsyncConnection[Any], user_id: str) -> Plan:
+        cached = self._plans.get(user_id)
+        if cached is not None:
+            return cached
+        row = await user_plan(conn, user_id)
+        plan = Plan(0, None) if row is None else Plan(int(row.memory_count), row.hnsw_index)
+        self._plans[user_id] = plan
+        if plan.hnsw_index is None and plan.memories >= self.settings.user_index_threshold:
+            self._schedule_index(user_id)
+        return plan
+
+    async def _vector_search(
+        self, uid: str, vector: Vector, limit: int, max_distance: float
+    ) -> list[MemoryRow]:
+        plan = self._plans.get(uid)
+        if plan is not None:
+            # A user whose plan is known: recall.search_exact and recall.search_indexed set
+            # the row-level security key themselves (migrations 0005, 0010), so no
+            # transaction: one round trip.
+            async with self._conn("search", read=True, reader=uid) as conn:
+                return await self._vector_rows(
+                    conn, uid, vector, limit, max_distance, plan.hnsw_index
+                )
+        async with self._conn("search", read=True, user=uid) as conn:
+            plan = await self._plan(conn, uid)
+            return await self._vector_rows(conn, uid, vector, limit, max_distance, plan.hnsw_index)
+
+    async def _vector_rows(
+        self,
+        conn: AsyncConnection[Any],
+        uid: str,
+        vector: Vector,
+        limit: int,
+        max_distance: float,
+        index: str | None,
+    ) -> list[MemoryRow]:
+        return await vector_rows(
+            conn,
+            user_id=uid,
+            vector=vector,
+            limit=limit,
+            max_distance=max_distance,
+            index=index,
+            ef_search=self.settings.hnsw_ef_search,
+        )
+
+    async def _keyword_rows(
+        self, uid: str, text: str, vector: Vector, limit: int
+    ) -> list[MemoryRow]:
+        # recall.search_keyword sets the row-level security key itself: no transaction
+        async with self._conn("search", read=True, reader=uid) as conn:
+            return await keyword_rows(
+                conn, user_id=uid, keywords=keywords_from_text(text), vector=vector, limit=limit
+            )
