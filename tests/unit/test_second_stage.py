@@ -57,7 +57,6 @@ def row(n: int, **changes: Any) -> CandidateRow:
         "next_bm25": 0.0,
         "term_df": [2.0, 0.0],
         "memories": 100.0,
-        "avgdl": 10.0,
     }
     base.update(changes)
     return CandidateRow(**base)

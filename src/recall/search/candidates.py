@@ -26,15 +26,15 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class TermRow:
     """A row of `recall.search_terms`: a memory holding a query term (its BM25 and the terms'
-    numbers, 1-based), or, with `id` None, the query terms' document frequencies, the number of
-    memories they were counted over and their mean length."""
+    numbers, 1-based), or, with `id` None, the query terms' document frequencies and the number
+    of memories they were counted over (the function's `avgdl` column is not selected: BM25
+    reads it in SQL and nothing in Python does)."""
 
     id: UUID | None
     bm25: float | None
     matched: list[int] | None
     term_df: list[float] | None
     memories: float | None
-    avgdl: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,6 @@ class ScopedRow:
     matched: list[int] | None
     term_df: list[float] | None
     memories: float | None
-    avgdl: float | None
     conversation_id: str | None
     user_message: str | None
     ai_response: str | None
@@ -95,7 +94,7 @@ def split_scoped(
     details' rows (in the order they came) and the nearest memories among them, nearest
     first."""
     terms = [
-        TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories, r.avgdl)
+        TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories)
         for r in rows
         if r.part != 2
     ]
@@ -132,7 +131,6 @@ class CandidateRow:
             conversation (None, empty and 0 where there is none).
         term_df: each query term's number of memories of the user holding it.
         memories: the user's number of memories.
-        avgdl: their mean number of lexemes.
     """
 
     id: UUID
@@ -155,7 +153,6 @@ class CandidateRow:
     next_bm25: float
     term_df: list[float]
     memories: float
-    avgdl: float
 
 
 def vector_of(row: CandidateRow) -> np.ndarray[Any, Any]:
@@ -173,7 +170,6 @@ def assemble(terms: list[TermRow], details: list[DetailRow]) -> list[CandidateRo
     hits = {t.id: t for t in terms if t.id is not None}
     term_df = list(stats.term_df or []) if stats else []
     memories = float(stats.memories or 0.0) if stats else 0.0
-    avgdl = float(stats.avgdl or 1.0) if stats else 1.0
 
     def bm25(key: UUID | None) -> float:
         hit = hits.get(key) if key is not None else None
@@ -205,7 +201,6 @@ def assemble(terms: list[TermRow], details: list[DetailRow]) -> list[CandidateRo
             next_bm25=bm25(d.next_id),
             term_df=term_df,
             memories=memories,
-            avgdl=avgdl,
         )
         for d in details
     ]
