@@ -71,7 +71,7 @@ def _case(n: int) -> Case:
     term_df = [float(rng.integers(0, 40)) for _ in range(terms)]
     memories = float(rng.integers(max(size, 1), 400))
     rows: list[CandidateRow] = []
-    for i in range(size):
+    for _ in range(size):
         emb = 0.6 * qv * rng.uniform(0, 1) + _unit(rng)
         emb = emb / np.linalg.norm(emb)
         hit = rng.uniform() < 0.5

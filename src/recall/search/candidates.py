@@ -93,11 +93,7 @@ def split_scoped(
     """`recall.search_scoped`'s rows as the calls they stand for: the keyword side's rows, the
     details' rows (in the order they came) and the nearest memories among them, nearest
     first."""
-    terms = [
-        TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories)
-        for r in rows
-        if r.part != 2
-    ]
+    terms = [TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories) for r in rows if r.part != 2]
     details: list[DetailRow] = []
     near: list[tuple[int, UUID]] = []
     for r in rows:

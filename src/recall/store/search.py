@@ -22,9 +22,10 @@ from recall.memory import Memory, MemoryRow, clean_id, clean_text
 from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
 from recall.search.echo import is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text, parse_keywords
+from recall.search.rankers import Query
 from recall.search.ranking import cosine, fuse, row_memory
 from recall.search.restatements import Candidate, arrange
-from recall.search.second_stage import SecondStage
+from recall.search.second_stage import SecondStage, StageCandidates
 from recall.store.base import Plan
 from recall.store.checks import check_limit, check_threshold
 from recall.store.maintenance import Maintenance
@@ -167,7 +168,8 @@ class Search(Maintenance):
         # two connections at once: the two candidate queries run in parallel on the server
         vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
         # echoes leave before fusion: its rank features compare each candidate with the best
-        fused = fuse(_answered(vec_rows), _answered(kw_rows), self.fusion)
+        query = Query(text, np.asarray(vector, dtype=np.float64))
+        fused = fuse(_answered(vec_rows), _answered(kw_rows), self.fusion, query)
         found = [m for m, _score in fused]
         scores = [score for _m, score in fused]
         sims = [m.similarity or 0.0 for m in found]
@@ -216,12 +218,13 @@ class Search(Maintenance):
         rows, near = await self.candidates(uid, text, vector, k, terms=terms, vectors=vectors)
         if not rows:
             return []
-        scored = stage.score(text, np.asarray(vector, dtype=np.float64), rows, near)
+        query = Query(text, np.asarray(vector, dtype=np.float64))
+        scored = stage.rank(query, StageCandidates(rows, near))
         near_q = [cosine(r.distance) or 0.0 for r in rows]
         picked = self._arranged(text, rows, scored.order, scored.scores, near_q, threshold, limit)
         out = []
         for i, score in picked:
-            why = scored.explain(stage, i).as_dict() if explain else None
+            why = scored.explanation(i) if explain else None
             out.append(row_memory(rows[i], score, why))
         return out
 
