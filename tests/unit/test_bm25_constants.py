@@ -53,7 +53,7 @@ def test_the_live_bm25_sql_is_where_it_is_expected() -> None:
     assert live_functions()["search_keyword"][0] == "0016_bm25_ties.sql"
 
 
-@pytest.mark.parametrize("where,text", [pytest.param(w, t, id=w) for w, t in bm25_sources()])
+@pytest.mark.parametrize(("where", "text"), [pytest.param(w, t, id=w) for w, t in bm25_sources()])
 def test_the_live_bm25_uses_the_modules_constants(where: str, text: str) -> None:
     formulas = _BM25.findall(text)
     assert len(formulas) == text.count("ln("), f"{where}: BM25 written in a form this test misses"
