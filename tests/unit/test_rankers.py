@@ -16,9 +16,8 @@ from recall.search.fusion import (
     Candidate,
     FusionModel,
     default_fusion,
-    load_fusion,
 )
-from recall.search.rankers import MODELS, Query, Ranker, Ranking, model_text
+from recall.search.rankers import MODELS, Query, Ranker, Ranking, load_model, model_text
 from recall.search.second_stage import StageCandidates, second_stage_for
 from tests.unit.ranker_cases import NOW, cases
 
@@ -41,7 +40,7 @@ def test_the_shipped_fusion_is_the_fit_of_decision_0005() -> None:
     fusion = default_fusion()
     assert fusion.intercept == -3.1015
     assert fusion.weights == (2.9865, 3.0351, -0.6942, 1.7329, 1.7555)
-    assert load_fusion(json.dumps(fusion.to_json())) == fusion
+    assert load_model(json.dumps(fusion.to_json()), FusionModel.from_json) == fusion
 
 
 def test_fusion_scores_are_its_logistic_model_and_ties_go_by_key() -> None:
@@ -72,9 +71,9 @@ def test_fusion_scores_are_its_logistic_model_and_ties_go_by_key() -> None:
 )
 def test_a_fusion_file_that_is_not_one_is_refused(data: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
-        load_fusion(json.dumps(data))
+        load_model(json.dumps(data), FusionModel.from_json)
     with pytest.raises(ConfigError):
-        load_fusion("{not json")
+        load_model("{not json", FusionModel.from_json)
 
 
 def test_the_second_stage_ranks_as_it_scores_and_explains_each_score() -> None:

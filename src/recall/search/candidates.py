@@ -16,6 +16,7 @@ __all__ = [
     "CandidateRow",
     "DetailRow",
     "ScopedRow",
+    "StoredNear",
     "TermRow",
     "assemble",
     "split_scoped",
@@ -38,9 +39,9 @@ class TermRow:
 
 
 @dataclass(frozen=True, slots=True)
-class DetailRow:
-    """A row of `recall.search_details`: a memory with its distance to the query, its vector,
-    its number of lexemes, and the turns before and after it in its conversation."""
+class StoredNear:
+    """A memory as stored, with its cosine distance to the query: what a detail row and a
+    candidate begin with (in this order: the row factory builds a `DetailRow` positionally)."""
 
     id: UUID
     conversation_id: str | None
@@ -50,6 +51,13 @@ class DetailRow:
     metadata: dict[str, Any]
     kind: str
     distance: float
+
+
+@dataclass(frozen=True, slots=True)
+class DetailRow(StoredNear):
+    """A row of `recall.search_details`: a memory with its distance to the query, its vector,
+    its number of lexemes, and the turns before and after it in its conversation."""
+
     embedding: Any
     doc_len: int
     prev_id: UUID | None
@@ -113,7 +121,7 @@ def split_scoped(
 
 
 @dataclass(frozen=True, slots=True)
-class CandidateRow:
+class CandidateRow(StoredNear):
     """One candidate of a search, as the second stage sees it (`assemble`).
 
     Attributes:
@@ -129,14 +137,6 @@ class CandidateRow:
         memories: the user's number of memories.
     """
 
-    id: UUID
-    conversation_id: str | None
-    user_message: str
-    ai_response: str
-    created_at: datetime
-    metadata: dict[str, Any]
-    kind: str
-    distance: float
     bm25: float
     embedding: Any  # pgvector's Vector or a numpy array: read it with `vector_of`
     doc_len: int

@@ -11,7 +11,6 @@ the figures. The fitted weights ship as package data, `models/fusion/default.jso
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from typing import Any
 
 from recall.errors import ConfigError
 from recall.search.bm25 import saturated
-from recall.search.rankers import Query, model_text
+from recall.search.rankers import Query, shipped_model
 
 __all__ = [
     "FEATURES",
@@ -29,7 +28,6 @@ __all__ = [
     "FusionRanking",
     "default_fusion",
     "features",
-    "load_fusion",
 ]
 
 FEATURES = ("cosine", "bm25_relative", "bm25_saturated", "vector_rank", "keyword_rank")
@@ -141,19 +139,6 @@ class FusionModel:
         }
 
 
-def load_fusion(text: str) -> FusionModel:
-    """A fusion model from its JSON text.
-
-    Raises:
-        ConfigError: the text is not a fusion model's JSON.
-    """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"fusion model is not JSON: {exc}") from exc
-    return FusionModel.from_json(data)
-
-
 @cache
 def default_fusion() -> FusionModel:
     """The shipped fusion (`models/fusion/default.json`), read once per process.
@@ -161,7 +146,7 @@ def default_fusion() -> FusionModel:
     Raises:
         ConfigError: the package data is missing or not a fusion model.
     """
-    text = model_text(KIND, "default")
-    if text is None:
+    model = shipped_model(KIND, "default", FusionModel.from_json)
+    if model is None:
         raise ConfigError("the package data models/fusion/default.json is missing")
-    return load_fusion(text)
+    return model

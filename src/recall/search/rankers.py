@@ -14,7 +14,8 @@ Decision 0034 (docs/decisions/0034-one-ranker-interface.md) says what a caller m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
@@ -22,12 +23,23 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-__all__ = ["MODELS", "Query", "Ranker", "Ranking", "model_text"]
+from recall.errors import ConfigError
+
+__all__ = [
+    "MODELS",
+    "Query",
+    "Ranker",
+    "Ranking",
+    "load_model",
+    "model_text",
+    "shipped_model",
+]
 
 MODELS = "models"
 """The package data folder of `recall.search` that holds the rankers' models, by kind."""
 
 C_contra = TypeVar("C_contra", contravariant=True)
+M = TypeVar("M")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +111,30 @@ def model_text(kind: str, name: str) -> str | None:
     if not entry.is_file():
         return None
     return entry.read_text("utf-8")
+
+
+def load_model(text: str, from_json: Callable[[Mapping[str, Any]], M]) -> M:
+    """A model from its file's text: JSON read by the ranker's `from_json` (e.g.
+    `SecondStage.from_json`, `FusionModel.from_json`).
+
+    Raises:
+        ConfigError: the text is not a JSON object, or not the ranker's model.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"model file is not JSON: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ConfigError("model file is not a JSON object")
+    return from_json(data)
+
+
+def shipped_model(kind: str, name: str, from_json: Callable[[Mapping[str, Any]], M]) -> M | None:
+    """The shipped model `models/<kind>/<name>.json` (`model_text`, `load_model`), or None when
+    there is none.
+
+    Raises:
+        ConfigError: the file is not the ranker's model.
+    """
+    text = model_text(kind, name)
+    return None if text is None else load_model(text, from_json)

@@ -28,7 +28,6 @@ its standardised features, a tree model's changes along the row's path (Saabas's
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from recall.search.features import (
     rank_features,
 )
 from recall.search.linear import LinearModel
-from recall.search.rankers import Query, model_text
+from recall.search.rankers import Query, shipped_model
 from recall.search.trees import TreeModel
 from recall.search.when import time_bonus, time_window
 
@@ -61,7 +60,6 @@ __all__ = [
     "SecondStage",
     "StageCandidates",
     "StageRanking",
-    "load_second_stage",
     "second_stage_for",
 ]
 
@@ -355,23 +353,9 @@ class SecondStage:
         }
 
 
-def load_second_stage(text: str) -> SecondStage:
-    """A second stage from its JSON text.
-
-    Raises:
-        ConfigError: the text is not a second stage's JSON.
-    """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"second-stage model is not JSON: {exc}") from exc
-    return SecondStage.from_json(data)
-
-
 @cache
 def second_stage_for(embedding_model: str) -> SecondStage | None:
     """The shipped second stage fitted for `embedding_model`
     (`models/second_stage/<embedding_model>.json`), or None when none is (then the store ranks
     by the fusion of decision 0005). Read once per process."""
-    text = model_text(KIND, embedding_model)
-    return None if text is None else load_second_stage(text)
+    return shipped_model(KIND, embedding_model, SecondStage.from_json)
