@@ -43,7 +43,7 @@ gate_training.json) and score the other. Every headline figure has a bootstrap 9
 over the groups it is averaged over (conversations; LongMemEval questions). The gate's offset
 is its operating point: the smallest that keeps `--keep` of the held-out own questions whose
 evidence the ranker puts in the top 3. The shipped weights are then fitted on every case.
-Writes src/recall/search/second_stage/<model>.json and docs/benchmarks.md (section
+Writes src/recall/search/models/second_stage/<model>.json and docs/benchmarks.md (section
 "second-stage").
 """
 
@@ -88,7 +88,7 @@ from recall.search.when import time_bonus, time_window
 from recall.store import MemoryStore
 
 TRAINING = ROOT / "benchmarks" / "data" / "gate_training.json"
-OUT = ROOT / "src" / "recall" / "search" / "second_stage"
+OUT = ROOT / "src" / "recall" / "search" / "models" / "second_stage"
 CANDIDATES = 25  # per side: cosine and BM25 (the research found 15 to 40 level)
 LME_FOLDS = 5  # LongMemEval's questions in five groups (each question has its own haystack)
 # Other records' questions asked of each LongMemEval user for the gate to learn from, beside

@@ -17,7 +17,6 @@ def scoped(part: int, key: int | None, near: int | None = None) -> ScopedRow:
         part=part, near=near, id=ident,
         bm25=None if detail or key is None else float(key), matched=None if detail else [1],
         term_df=[3.0] if part == 0 else None, memories=300.0 if part == 0 else None,
-        avgdl=9.0 if part == 0 else None,
         conversation_id="c" if detail else None, user_message="u" if detail else None,
         ai_response="a" if detail else None, created_at=T0 if detail else None,
         metadata={} if detail else None, kind="turn" if detail else None,

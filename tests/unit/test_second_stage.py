@@ -23,10 +23,10 @@ from recall.search.features import (
     query_facts,
     rank_features,
 )
+from recall.search.rankers import load_model
 from recall.search.second_stage import (
     LinearModel,
     SecondStage,
-    load_second_stage,
     second_stage_for,
 )
 from recall.search.trees import TreeModel
@@ -57,7 +57,6 @@ def row(n: int, **changes: Any) -> CandidateRow:
         "next_bm25": 0.0,
         "term_df": [2.0, 0.0],
         "memories": 100.0,
-        "avgdl": 10.0,
     }
     base.update(changes)
     return CandidateRow(**base)
@@ -215,10 +214,10 @@ def test_an_explanation_adds_up_to_the_logit_and_the_gate() -> None:
 
 def test_json_round_trip_and_bad_files() -> None:
     s = stage(0.2)
-    again = load_second_stage(json.dumps(s.to_json()))
+    again = load_model(json.dumps(s.to_json()), SecondStage.from_json)
     assert again.to_json() == s.to_json()
     with pytest.raises(ConfigError, match="not JSON"):
-        load_second_stage("{")
+        load_model("{", SecondStage.from_json)
     data = s.to_json()
     data["ranker"]["features"] = ["cos"]
     with pytest.raises(ConfigError, match="second-stage model over"):
@@ -333,7 +332,7 @@ def test_a_stage_of_trees_scores_and_explains_without_vector_products() -> None:
     assert "vectors" not in why.ranker and "intercept" not in why.ranker
     assert sum(why.ranker.values()) == pytest.approx(why.logit)
     assert sum(why.gate_parts.values()) == pytest.approx(why.match)
-    again = load_second_stage(json.dumps(s.to_json()))
+    again = load_model(json.dumps(s.to_json()), SecondStage.from_json)
     assert again.product_weights is None and isinstance(again.ranker, TreeModel)
     assert again.score("cello", np.ones(DIMS), rows, [1, 0]).scores == scored.scores
 

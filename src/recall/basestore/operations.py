@@ -34,11 +34,10 @@ from recall.db.items import (
 from recall.db.rows import StoreItemRow
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
-from recall.search.fusion import DEFAULT_FUSION
+from recall.search.fusion import default_fusion
 from recall.search.keywords import keywords_from_text
 
 __all__ = ["Prepared", "is_minutes", "prepare", "run_read", "run_writes"]
-_WEIGHTS = (DEFAULT_FUSION.intercept, *DEFAULT_FUSION.weights)
 
 
 @dataclass(slots=True)
@@ -228,6 +227,7 @@ def _plan(
         chosen = "recent"
     else:
         chosen = mode
+    fusion = default_fusion()  # the weights of the items' hybrid, in SQL (items.sql)
     return SearchPlan(
         prefix=join(op.namespace_prefix),
         filter=compile_filter(op.filter),
@@ -237,5 +237,5 @@ def _plan(
         query=vector,
         dims=index.dims if index is not None else None,
         words=words,
-        weights=_WEIGHTS,
+        weights=(fusion.intercept, *fusion.weights),
     )

@@ -170,8 +170,10 @@ SELECT * FROM recall.search_keyword(
 -- The second stage's keyword side (migration 0014): every memory of the user (of %(scope)s when
 -- given) holding a query term, its BM25 and the terms it holds, and one row without an id with
 -- the terms' document frequencies; no vector, so it runs while the query is embedded. One call
--- that sets the row-level security key itself.
-SELECT * FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, %(scope)s);
+-- that sets the row-level security key itself. Its avgdl column is left out: BM25 reads it in
+-- SQL, nothing in Python does.
+SELECT id, bm25, matched, term_df, memories
+FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, %(scope)s);
 
 -- name: search_details
 -- The second stage's vector side (migration 0014; its vectors only when %(vectors)s: 0021):
@@ -184,8 +186,12 @@ SELECT * FROM recall.search_details(%(user_id)s, %(query)s, %(limit)s, %(ids)s, 
 -- A large user's second-stage candidates in one call (migration 0021): their %(scope)s nearest
 -- memories (their own HNSW index when %(indexed)s, else exact), the keyword side over those, and
 -- the details of the first %(near)s of them and of the best %(best)s by BM25 (their vectors when
--- %(vectors)s). One call that sets the row-level security key itself.
-SELECT * FROM recall.search_scoped(
+-- %(vectors)s). One call that sets the row-level security key itself. Its avgdl column is left
+-- out, as in search_terms.
+SELECT part, near, id, bm25, matched, term_df, memories, conversation_id, user_message,
+       ai_response, created_at, metadata, kind, distance, embedding, doc_len, prev_id,
+       prev_distance, next_id, next_distance
+FROM recall.search_scoped(
     %(user_id)s, %(query)s, %(scope)s, %(candidates)s, %(indexed)s, %(tsquery)s, %(words)s,
     %(near)s, %(best)s, %(vectors)s
 );

@@ -169,6 +169,70 @@ def _fuse(path: Path, config: Any) -> int:
             handler.removeFilter(quiet)
 
 
+def _export_graph(bert: Any, sample: dict[str, np.ndarray], path: Path, *, fused: bool) -> int:
+    """Export `bert`'s hidden states to `path` (torch's ONNX export), fused when `fused`;
+    the number of layers whose attention was fused (0 unfused)."""
+    import torch
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: Any, mask: Any, types: Any) -> Any:
+            return self.model(input_ids=ids, attention_mask=mask, token_type_ids=types)[0]
+
+    dynamic = {name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "hidden")}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on Python control flow
+        torch.onnx.export(
+            Hidden(bert),
+            tuple(torch.from_numpy(sample[name]) for name in _INPUTS),
+            str(path),
+            input_names=list(_INPUTS),
+            output_names=["hidden"],
+            dynamic_axes=dynamic,
+            opset_version=17,
+            dynamo=False,
+        )
+        attention, layers = 0, int(bert.config.num_hidden_layers)
+        if fused:
+            # An optimizer that cannot fuse leaves a correct, slower graph; it is checked
+            # and cached like any other (the same versions would not fuse it next time).
+            try:
+                attention = _fuse(path, bert.config)
+            except Exception as exc:
+                log.warning("embedding.onnx.unfused", error=str(exc), layers=layers)
+            else:
+                if attention != layers:
+                    log.warning(
+                        "embedding.onnx.unfused",
+                        error=f"{attention} of {layers} layers' attention fused",
+                        layers=layers,
+                    )
+    return attention
+
+
+def _export_error(reference: Any, path: Path, model_dir: Path, max_length: int) -> float:
+    """The largest difference between the graph at `path` and the PyTorch model `reference`
+    on the probes.
+
+    Raises:
+        EmbeddingError: it is over `EXPORT_TOLERANCE`.
+    """
+    expected = reference.encode(
+        _PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+    got = OnnxEncoder(path, model_dir, max_length=max_length).encode(_PROBES)
+    error = float(np.abs(np.asarray(expected) - got).max())
+    if error > EXPORT_TOLERANCE:
+        raise EmbeddingError(
+            f"the ONNX export of all-MiniLM-L6-v2 differs from PyTorch by {error:.2e} "
+            f"(> {EXPORT_TOLERANCE}); set RECALL_EMBEDDING_BACKEND=torch"
+        )
+    return error
+
+
 def export_onnx(
     model_dir: Path, weights_sha256: str, cache_dir: Path, max_length: int, *, fused: bool = True
 ) -> Path:
@@ -188,7 +252,6 @@ def export_onnx(
     target = cache_dir / _cache_name(weights_sha256, fused=fused)
     if target.exists():
         return target
-    import torch
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
@@ -202,59 +265,13 @@ def export_onnx(
         else reference[0].auto_model
     )
     bert.eval()
-
-    class Hidden(torch.nn.Module):
-        def __init__(self, model: Any) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids: Any, mask: Any, types: Any) -> Any:
-            return self.model(input_ids=ids, attention_mask=mask, token_type_ids=types)[0]
-
-    tokenizer = _tokenizer(model_dir, max_length)
-    sample = _encode_inputs(tokenizer, _PROBES)
+    sample = _encode_inputs(_tokenizer(model_dir, max_length), _PROBES)
     fd, tmp_name = tempfile.mkstemp(dir=cache_dir, prefix=_TEMP_PREFIX, suffix=".onnx")
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        dynamic = {name: {0: "batch", 1: "tokens"} for name in (*_INPUTS, "hidden")}
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's notes on Python control flow
-            torch.onnx.export(
-                Hidden(bert),
-                tuple(torch.from_numpy(sample[name]) for name in _INPUTS),
-                str(tmp),
-                input_names=list(_INPUTS),
-                output_names=["hidden"],
-                dynamic_axes=dynamic,
-                opset_version=17,
-                dynamo=False,
-            )
-            attention, layers = 0, int(bert.config.num_hidden_layers)
-            if fused:
-                # An optimizer that cannot fuse leaves a correct, slower graph; it is checked
-                # and cached like any other (the same versions would not fuse it next time).
-                try:
-                    attention = _fuse(tmp, bert.config)
-                except Exception as exc:
-                    log.warning("embedding.onnx.unfused", error=str(exc), layers=layers)
-                else:
-                    if attention != layers:
-                        log.warning(
-                            "embedding.onnx.unfused",
-                            error=f"{attention} of {layers} layers' attention fused",
-                            layers=layers,
-                        )
-        expected = reference.encode(
-            _PROBES, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
-        got = OnnxEncoder(tmp, model_dir, max_length=max_length).encode(_PROBES)
-        error = float(np.abs(np.asarray(expected) - got).max())
-        if error > EXPORT_TOLERANCE:
-            raise EmbeddingError(
-                f"the ONNX export of all-MiniLM-L6-v2 differs from PyTorch by {error:.2e} "
-                f"(> {EXPORT_TOLERANCE}); set RECALL_EMBEDDING_BACKEND=torch"
-            )
+        attention = _export_graph(bert, sample, tmp, fused=fused)
+        error = _export_error(reference, tmp, model_dir, max_length)
         tmp.replace(target)
     except EmbeddingError:
         raise

@@ -16,6 +16,7 @@ __all__ = [
     "CandidateRow",
     "DetailRow",
     "ScopedRow",
+    "StoredNear",
     "TermRow",
     "assemble",
     "split_scoped",
@@ -26,21 +27,21 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class TermRow:
     """A row of `recall.search_terms`: a memory holding a query term (its BM25 and the terms'
-    numbers, 1-based), or, with `id` None, the query terms' document frequencies, the number of
-    memories they were counted over and their mean length."""
+    numbers, 1-based), or, with `id` None, the query terms' document frequencies and the number
+    of memories they were counted over (the function's `avgdl` column is not selected: BM25
+    reads it in SQL and nothing in Python does)."""
 
     id: UUID | None
     bm25: float | None
     matched: list[int] | None
     term_df: list[float] | None
     memories: float | None
-    avgdl: float | None
 
 
 @dataclass(frozen=True, slots=True)
-class DetailRow:
-    """A row of `recall.search_details`: a memory with its distance to the query, its vector,
-    its number of lexemes, and the turns before and after it in its conversation."""
+class StoredNear:
+    """A memory as stored, with its cosine distance to the query: what a detail row and a
+    candidate begin with (in this order: the row factory builds a `DetailRow` positionally)."""
 
     id: UUID
     conversation_id: str | None
@@ -50,6 +51,13 @@ class DetailRow:
     metadata: dict[str, Any]
     kind: str
     distance: float
+
+
+@dataclass(frozen=True, slots=True)
+class DetailRow(StoredNear):
+    """A row of `recall.search_details`: a memory with its distance to the query, its vector,
+    its number of lexemes, and the turns before and after it in its conversation."""
+
     embedding: Any
     doc_len: int
     prev_id: UUID | None
@@ -72,7 +80,6 @@ class ScopedRow:
     matched: list[int] | None
     term_df: list[float] | None
     memories: float | None
-    avgdl: float | None
     conversation_id: str | None
     user_message: str | None
     ai_response: str | None
@@ -94,11 +101,7 @@ def split_scoped(
     """`recall.search_scoped`'s rows as the calls they stand for: the keyword side's rows, the
     details' rows (in the order they came) and the nearest memories among them, nearest
     first."""
-    terms = [
-        TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories, r.avgdl)
-        for r in rows
-        if r.part != 2
-    ]
+    terms = [TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories) for r in rows if r.part != 2]
     details: list[DetailRow] = []
     near: list[tuple[int, UUID]] = []
     for r in rows:
@@ -118,7 +121,7 @@ def split_scoped(
 
 
 @dataclass(frozen=True, slots=True)
-class CandidateRow:
+class CandidateRow(StoredNear):
     """One candidate of a search, as the second stage sees it (`assemble`).
 
     Attributes:
@@ -132,17 +135,8 @@ class CandidateRow:
             conversation (None, empty and 0 where there is none).
         term_df: each query term's number of memories of the user holding it.
         memories: the user's number of memories.
-        avgdl: their mean number of lexemes.
     """
 
-    id: UUID
-    conversation_id: str | None
-    user_message: str
-    ai_response: str
-    created_at: datetime
-    metadata: dict[str, Any]
-    kind: str
-    distance: float
     bm25: float
     embedding: Any  # pgvector's Vector or a numpy array: read it with `vector_of`
     doc_len: int
@@ -155,7 +149,6 @@ class CandidateRow:
     next_bm25: float
     term_df: list[float]
     memories: float
-    avgdl: float
 
 
 def vector_of(row: CandidateRow) -> np.ndarray[Any, Any]:
@@ -173,7 +166,6 @@ def assemble(terms: list[TermRow], details: list[DetailRow]) -> list[CandidateRo
     hits = {t.id: t for t in terms if t.id is not None}
     term_df = list(stats.term_df or []) if stats else []
     memories = float(stats.memories or 0.0) if stats else 0.0
-    avgdl = float(stats.avgdl or 1.0) if stats else 1.0
 
     def bm25(key: UUID | None) -> float:
         hit = hits.get(key) if key is not None else None
@@ -205,7 +197,6 @@ def assemble(terms: list[TermRow], details: list[DetailRow]) -> list[CandidateRo
             next_bm25=bm25(d.next_id),
             term_df=term_df,
             memories=memories,
-            avgdl=avgdl,
         )
         for d in details
     ]

@@ -36,6 +36,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from recall.search.bm25 import idf as term_idf
+from recall.search.bm25 import saturated
 from recall.search.candidates import CandidateRow, vector_of
 from recall.search.echo import CACHED_TEXTS, is_question
 
@@ -154,8 +156,8 @@ def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
         return QueryFacts((), 0.0, 0.0, 0.0, False)
     n = max(rows[0].memories, 1.0)
     dfs = rows[0].term_df
-    idf = tuple(math.log(1 + (n - df + 0.5) / (df + 0.5)) if df > 0 else 0.0 for df in dfs)
-    most = math.log(1 + (n + 0.5) / 0.5)
+    idf = tuple(term_idf(df, n) if df > 0 else 0.0 for df in dfs)
+    most = term_idf(0.0, n)  # a term the user never used weighs the most a term can
     idf_sum = sum(idf)
     whole = sum(v if v > 0 else most for v in idf)
     low = query_text.lower()
@@ -190,29 +192,12 @@ def _cos(distance: float | None) -> float:
     return 0.0 if distance is None else 1.0 - float(distance)
 
 
-def rank_features(
-    facts: QueryFacts, rows: Sequence[CandidateRow], vector_order: Sequence[int], k: int
-) -> np.ndarray:
-    """The `RANK_FEATURES` of each candidate (one row each, in `rows`' order).
-
-    Per-candidate values are gathered in one pass, then set a column at a time: each is the
-    same floating-point operation as on one value, so the features are bit for bit those of
-    a candidate-by-candidate computation, at a fraction of its cost.
-
-    Args:
-        facts: `query_facts` of the query.
-        rows: the candidates.
-        vector_order: the candidates of the vector side, as indexes into `rows`, best first.
-        k: how many of each list count as ranked (the candidates per side).
-    """
-    n = len(rows)
-    x = np.zeros((n, len(RANK_FEATURES)))
-    if not rows:
-        return x
-    cos = np.array([_cos(r.distance) for r in rows])
-    bm25 = np.array([r.bm25 for r in rows], dtype=np.float64)
-    idf_sum = facts.idf_sum
-    n_terms = max(len(facts.idf), 1)
+def _list_ranks(
+    cos: np.ndarray, bm25: np.ndarray, vector_order: Sequence[int], k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's place in the vector list and in the keyword list, as 1 / (1 + place)
+    (0 past the first `k`)."""
+    n = len(cos)
     rank_cos = np.zeros(n)
     for rank, i in enumerate(vector_order[:k]):
         rank_cos[i] = 1.0 / (1 + rank)
@@ -224,9 +209,28 @@ def rank_features(
         above = int(np.count_nonzero(matched > bm25[i]))
         if above < k:
             rank_bm25[i] = 1.0 / (1 + above)
-    best_cos = float(cos[vector_order[0]]) if vector_order else float(cos.max())
-    best_bm25 = float(bm25.max())
-    shares = np.array([_share(facts, r.matched) for r in rows])
+    return rank_cos, rank_bm25
+
+
+@dataclass(frozen=True, slots=True)
+class _Surroundings:
+    """What each candidate's neighbours (the turns before and after it), the other candidates
+    of its conversation and its time among the candidates add, one value per candidate."""
+
+    nb_cos: list[float]
+    nb_share: list[float]
+    nb_bm: list[float]
+    sess_cos: list[float]
+    sess_n: list[float]
+    sess_idf: list[float]
+    recency: list[float]
+
+
+def _surroundings(
+    facts: QueryFacts, rows: Sequence[CandidateRow], cos: np.ndarray, shares: np.ndarray
+) -> _Surroundings:
+    """The neighbour, conversation and recency values of each candidate."""
+    n = len(rows)
     sessions: dict[object, list[int]] = {}
     for i, r in enumerate(rows):
         sessions.setdefault(_session(r), []).append(i)
@@ -253,6 +257,36 @@ def rank_features(
         sess_n[i] = len(same) / n
         sess_idf[i] = max(shares[j] for j in same)
         recency[i] = (r.created_at - first).total_seconds() / span if span > 0 else 1.0
+    return _Surroundings(nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency)
+
+
+def rank_features(
+    facts: QueryFacts, rows: Sequence[CandidateRow], vector_order: Sequence[int], k: int
+) -> np.ndarray:
+    """The `RANK_FEATURES` of each candidate (one row each, in `rows`' order).
+
+    Per-candidate values are gathered in one pass, then set a column at a time: each is the
+    same floating-point operation as on one value, so the features are bit for bit those of
+    a candidate-by-candidate computation, at a fraction of its cost.
+
+    Args:
+        facts: `query_facts` of the query.
+        rows: the candidates.
+        vector_order: the candidates of the vector side, as indexes into `rows`, best first.
+        k: how many of each list count as ranked (the candidates per side).
+    """
+    x = np.zeros((len(rows), len(RANK_FEATURES)))
+    if not rows:
+        return x
+    cos = np.array([_cos(r.distance) for r in rows])
+    bm25 = np.array([r.bm25 for r in rows], dtype=np.float64)
+    idf_sum = facts.idf_sum
+    n_terms = max(len(facts.idf), 1)
+    rank_cos, rank_bm25 = _list_ranks(cos, bm25, vector_order, k)
+    best_cos = float(cos[vector_order[0]]) if vector_order else float(cos.max())
+    best_bm25 = float(bm25.max())
+    shares = np.array([_share(facts, r.matched) for r in rows])
+    around = _surroundings(facts, rows, cos, shares)
     temporal = np.array([float(_temporal(r)) for r in rows])
     asks_when = float(facts.asks_when)
     col = _COL
@@ -260,18 +294,18 @@ def rank_features(
     x[:, col["bm25_qnorm"]] = bm25 / idf_sum if idf_sum > 0 else 0.0
     x[:, col["idf_frac"]] = shares
     x[:, col["term_frac"]] = [len(r.matched) / n_terms for r in rows]
-    x[:, col["bm25_sat"]] = bm25 / (bm25 + 5.0)
+    x[:, col["bm25_sat"]] = saturated(bm25)
     x[:, col["q_when"]] = asks_when
     x[:, col["cand_temporal"]] = temporal
     x[:, col["when_x_temporal"]] = temporal * asks_when
     x[:, col["log_len"]] = [math.log1p(r.doc_len) for r in rows]
-    x[:, col["nb_cos"]] = nb_cos
-    x[:, col["nb_idf_frac"]] = nb_share
-    x[:, col["nb_bm"]] = np.array(nb_bm) / idf_sum if idf_sum > 0 else 0.0
-    x[:, col["sess_cos"]] = sess_cos
-    x[:, col["sess_n"]] = sess_n
-    x[:, col["sess_idf"]] = sess_idf
-    x[:, col["recency"]] = recency
+    x[:, col["nb_cos"]] = around.nb_cos
+    x[:, col["nb_idf_frac"]] = around.nb_share
+    x[:, col["nb_bm"]] = np.array(around.nb_bm) / idf_sum if idf_sum > 0 else 0.0
+    x[:, col["sess_cos"]] = around.sess_cos
+    x[:, col["sess_n"]] = around.sess_n
+    x[:, col["sess_idf"]] = around.sess_idf
+    x[:, col["recency"]] = around.recency
     x[:, col["is_question"]] = [float(is_question(r.user_message)) for r in rows]
     x[:, col["rank_cos"]] = rank_cos
     x[:, col["rank_bm25"]] = rank_bm25
@@ -294,6 +328,36 @@ def products(query: np.ndarray, rows: Sequence[CandidateRow]) -> np.ndarray:
     return out
 
 
+def _candidate_values(x: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+    """The gate's features read from the candidates: the ranker's best three logits, the best
+    of some features over all of them and the values of its top candidate."""
+    order = np.argsort(-logits, kind="stable") if len(x) else np.zeros(0, dtype=np.intp)
+    top = logits[order[:3]].tolist()  # the ranker's best three, best first
+    z = top + [_NO_LOGIT] * (3 - len(top))
+
+    def best_of(name: str) -> float:
+        return float(x[:, _COL[name]].max()) if len(x) else 0.0
+
+    def first(name: str) -> float:  # of the ranker's top candidate
+        return float(x[order[0], _COL[name]]) if len(x) else 0.0
+
+    return {
+        "z1": z[0],
+        "z2": z[1],
+        "z3": z[2],
+        "best_idf": best_of("idf_frac"),
+        "best_bmq": best_of("bm25_qnorm"),
+        "best_nb_idf": best_of("nb_idf_frac"),
+        "best_term_frac": best_of("term_frac"),
+        "top_idf": first("idf_frac"),
+        "top_cos": first("cos"),
+        "top_rank_cos": first("rank_cos"),
+        "top_rank_bm25": first("rank_bm25"),
+        "top_agree": float(first("rank_cos") == 1.0 and first("rank_bm25") == 1.0),
+        "top3_idf": float(x[order[:3], _COL["idf_frac"]].sum()) if len(x) else 0.0,
+    }
+
+
 def gate_features(
     facts: QueryFacts,
     x: np.ndarray,
@@ -312,53 +376,31 @@ def gate_features(
         intent: the intent model's logit for the query's vector.
         time_hit: the query names a time and a candidate is from then.
     """
-    order = np.argsort(-logits, kind="stable") if len(x) else np.zeros(0, dtype=np.intp)
-    top = logits[order[:3]].tolist()  # the ranker's best three, best first
-    z = top + [_NO_LOGIT] * (3 - len(top))
+    values = _candidate_values(x, logits)
     cosines = list(vector_cosines) or [0.0]
     best = cosines[0]
-    second = cosines[1] if len(cosines) > 1 else 0.0
     mean = float(np.mean(cosines[:10]))
     log_n = math.log(max(facts.memories, 1.0))
     unseen = sum(1 for v in facts.idf if v == 0)  # terms the user never used
-
-    def best_of(name: str) -> float:
-        return float(x[:, _COL[name]].max()) if len(x) else 0.0
-
-    def first(name: str) -> float:  # of the ranker's top candidate
-        return float(x[order[0], _COL[name]]) if len(x) else 0.0
-
     spread = float(np.std(cosines))
-
-    values = {
-        "coverage": facts.coverage,
-        "n_terms": float(len(facts.idf)),
-        "best_cos": best,
-        "cos2": second,
-        "cos_mean": mean,
-        "best_idf": best_of("idf_frac"),
-        "best_bmq": best_of("bm25_qnorm"),
-        "log_n": log_n,
-        "intent": intent,
-        "z1": z[0],
-        "z2": z[1],
-        "z3": z[2],
-        "best_nb_idf": best_of("nb_idf_frac"),
-        "best_term_frac": best_of("term_frac"),
-        "coverage_x_log_n": facts.coverage * log_n,
-        "best_cos_x_log_n": best * log_n,
-        "z1_x_log_n": z[0] * log_n,
-        "cos_standout": best - mean,
-        "unseen_terms": float(unseen),
-        "unseen_frac": unseen / len(facts.idf) if facts.idf else 0.0,
-        "min_idf": min(facts.idf) if facts.idf else 0.0,
-        "top_idf": first("idf_frac"),
-        "top_cos": first("cos"),
-        "top_rank_cos": first("rank_cos"),
-        "top_rank_bm25": first("rank_bm25"),
-        "top_agree": float(first("rank_cos") == 1.0 and first("rank_bm25") == 1.0),
-        "top3_idf": float(x[order[:3], _COL["idf_frac"]].sum()) if len(x) else 0.0,
-        "cos_z": (best - float(np.mean(cosines))) / spread if spread > 0 else 0.0,
-        "time_hit": float(time_hit),
-    }
+    values.update(
+        {
+            "coverage": facts.coverage,
+            "n_terms": float(len(facts.idf)),
+            "best_cos": best,
+            "cos2": cosines[1] if len(cosines) > 1 else 0.0,
+            "cos_mean": mean,
+            "log_n": log_n,
+            "intent": intent,
+            "coverage_x_log_n": facts.coverage * log_n,
+            "best_cos_x_log_n": best * log_n,
+            "z1_x_log_n": values["z1"] * log_n,
+            "cos_standout": best - mean,
+            "unseen_terms": float(unseen),
+            "unseen_frac": unseen / len(facts.idf) if facts.idf else 0.0,
+            "min_idf": min(facts.idf) if facts.idf else 0.0,
+            "cos_z": (best - float(np.mean(cosines))) / spread if spread > 0 else 0.0,
+            "time_hit": float(time_hit),
+        }
+    )
     return np.array([values[name] for name in GATE_FEATURES])

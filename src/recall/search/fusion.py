@@ -5,18 +5,33 @@ and a logistic model turns them into a relevance in 0-1. The model was fitted wi
 classes on the LoCoMo dev split (`benchmarks/locomo.py --fit`), so 0.5 is where the evidence
 for and against relevance weigh the same: the default `similarity_threshold` (0.5) means
 "more likely relevant than not" in hybrid mode. docs/decisions/0005-hybrid-retrieval.md gives
-the figures.
+the figures. The fitted weights ship as package data, `models/fusion/default.json`
+(`default_fusion`), and the model is a `recall.search.rankers.Ranker` like the second stage.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
 
-__all__ = ["DEFAULT_FUSION", "FEATURES", "Candidate", "FusionModel", "features"]
+from recall.errors import ConfigError
+from recall.search.bm25 import saturated
+from recall.search.rankers import Query, shipped_model
+
+__all__ = [
+    "FEATURES",
+    "Candidate",
+    "FusionModel",
+    "FusionRanking",
+    "default_fusion",
+    "features",
+]
 
 FEATURES = ("cosine", "bm25_relative", "bm25_saturated", "vector_rank", "keyword_rank")
+KIND = "fusion"
 
 
 @dataclass(slots=True)
@@ -39,7 +54,7 @@ def features(candidates: Sequence[Candidate]) -> list[tuple[float, ...]]:
             (
                 c.cosine,
                 c.bm25 / best if best > 0 else 0.0,
-                c.bm25 / (c.bm25 + 5.0),
+                saturated(c.bm25),
                 1.0 / (1 + c.vector_rank) if c.vector_rank is not None else 0.0,
                 1.0 / (1 + c.keyword_rank) if c.keyword_rank is not None else 0.0,
             )
@@ -48,11 +63,35 @@ def features(candidates: Sequence[Candidate]) -> list[tuple[float, ...]]:
 
 
 @dataclass(frozen=True, slots=True)
+class FusionRanking:
+    """The fusion's verdict on one query's candidates (a `recall.search.rankers.Ranking`):
+    best first by relevance, ties by key; it gives no parts of a score."""
+
+    order: list[int]
+    scores: list[float]
+
+    def explanation(self, index: int) -> dict[str, Any] | None:
+        """None: the fusion explains nothing (explanations are the second stage's)."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class FusionModel:
-    """A logistic model over `FEATURES`: relevance = sigmoid(intercept + weights . x)."""
+    """A logistic model over `FEATURES`: relevance = sigmoid(intercept + weights . x).
+
+    Attributes:
+        intercept, weights: the fitted model.
+        source: how it was fitted (command, data, commit, date), for the record.
+    """
 
     intercept: float
     weights: tuple[float, float, float, float, float]
+    source: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def kind(self) -> str:
+        """ "fusion": its files live in `models/fusion/`."""
+        return KIND
 
     def relevance(self, candidates: Sequence[Candidate]) -> list[float]:
         """Calibrated relevance (0-1) of each candidate."""
@@ -66,7 +105,48 @@ class FusionModel:
             out.append(1.0 / (1.0 + math.exp(-z)))
         return out
 
+    def rank(self, query: Query, candidates: Sequence[Candidate]) -> FusionRanking:
+        """Score the merged candidates (`recall.search.ranking.merge_candidates`); the query
+        itself is not read: the candidates carry all the fusion knows of it."""
+        scores = self.relevance(candidates)
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].key))
+        return FusionRanking(order, scores)
 
-# Fitted by `python benchmarks/locomo.py --fit` (LoCoMo dev, balanced classes); see
-# docs/decisions/0005-hybrid-retrieval.md. Replace with your own fit for other data.
-DEFAULT_FUSION = FusionModel(intercept=-3.1015, weights=(2.9865, 3.0351, -0.6942, 1.7329, 1.7555))
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FusionModel:
+        """Read a fusion model (`to_json`'s format).
+
+        Raises:
+            ConfigError: the data is not a fusion model over `FEATURES`.
+        """
+        try:
+            if data.get("kind") != KIND or tuple(data["features"]) != FEATURES:
+                raise ConfigError(f"not a fusion model over {FEATURES}")
+            w0, w1, w2, w3, w4 = (float(w) for w in data["weights"])
+            source = dict(data.get("source", {}))
+            return cls(float(data["intercept"]), (w0, w1, w2, w3, w4), source)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"not a fusion model: {exc!r}") from exc
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as JSON data (`from_json` reads it back)."""
+        return {
+            "kind": KIND,
+            "features": list(FEATURES),
+            "intercept": self.intercept,
+            "weights": list(self.weights),
+            "source": dict(self.source),
+        }
+
+
+@cache
+def default_fusion() -> FusionModel:
+    """The shipped fusion (`models/fusion/default.json`), read once per process.
+
+    Raises:
+        ConfigError: the package data is missing or not a fusion model.
+    """
+    model = shipped_model(KIND, "default", FusionModel.from_json)
+    if model is None:
+        raise ConfigError("the package data models/fusion/default.json is missing")
+    return model

@@ -1,13 +1,16 @@
 """Ranking rows into memories: cosine from distance, and the fusion of the vector and keyword
-candidate lists into one calibrated order (the hybrid mode)."""
+candidate lists into one calibrated order (the hybrid mode without a second stage), through
+the rankers' interface (`recall.search.rankers`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from recall.memory import Memory, MemoryRow
 from recall.search.candidates import CandidateRow
-from recall.search.fusion import Candidate, FusionModel
+from recall.search.fusion import Candidate
+from recall.search.rankers import Query, Ranker
 
 __all__ = [
     "cosine",
@@ -64,12 +67,14 @@ def merge_candidates(
 
 
 def fuse(
-    vector_hits: list[MemoryRow], keyword_hits: list[MemoryRow], model: FusionModel
+    vector_hits: list[MemoryRow],
+    keyword_hits: list[MemoryRow],
+    ranker: Ranker[Sequence[Candidate]],
+    query: Query,
 ) -> list[tuple[Memory, float]]:
-    """Merge both lists and rank by calibrated relevance."""
+    """Merge both lists (`merge_candidates`) and rank them with `ranker` (the fusion), best
+    first, each memory with its score."""
     rows, ordered = merge_candidates(vector_hits, keyword_hits)
-    scored = sorted(
-        zip(ordered, model.relevance(ordered), strict=True),
-        key=lambda cs: (-cs[1], cs[0].key),
-    )
-    return [(row_memory(rows[c.key], score), score) for c, score in scored]
+    ranking = ranker.rank(query, ordered)
+    scores = ranking.scores
+    return [(row_memory(rows[ordered[i].key], scores[i]), scores[i]) for i in ranking.order]

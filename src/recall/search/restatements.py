@@ -70,6 +70,105 @@ def _statement_slots(row: Candidate, provenance: Provenance | None) -> frozenset
     return slots(row.user_message)
 
 
+class _Arrangement:
+    """One query's post-step: the candidates, what they restate and the slots given so far."""
+
+    def __init__(
+        self,
+        query: str,
+        rows: Sequence[Candidate],
+        order: Sequence[int],
+        scores: Sequence[float],
+        nearness: Sequence[float],
+        limit: int,
+    ) -> None:
+        self.rows = rows
+        self.order = order
+        self.scores = scores
+        self.nearness = nearness
+        self.limit = limit
+        self.provenance = [Provenance.of(r.metadata) for r in rows]
+        self.rank = {i: n for n, i in enumerate(order)}
+        self.asked = terms(query)
+        self.by_id = {str(rows[i].id): i for i in order}
+        self.statement = [
+            _statement_slots(r, p) for r, p in zip(rows, self.provenance, strict=True)
+        ]
+        self.out: list[tuple[int, float]] = []
+        self.shown: set[int] = set()
+        self.restated: set[str] = set()  # the facts (source ids) a shown memory stands for
+
+    def nearest(self, i: int) -> tuple[int, float, int]:
+        """The most content words shared with the query first, then the nearest by cosine,
+        then by rank."""
+        row = self.rows[i]
+        shared = len(self.asked & terms(said(row.user_message, row.ai_response)))
+        return (-shared, -self.nearness[i], self.rank[i])
+
+    def off_topic(self, present: list[int], i: int) -> bool:
+        """None of the sources present shares a content word with the query, and the
+        restatement `i` does (module docstring, 1.)."""
+        return self.nearest(min(present, key=self.nearest))[0] == 0 and self.nearest(i)[0] < 0
+
+    def newest_on_slot(self, i: int) -> int | None:
+        """The newest candidate stating something on one of `i`'s slots and about the same
+        thing (module docstring, 3.), if newer than it."""
+        statement, nearness = self.statement, self.nearness
+        if not statement[i]:
+            return None
+        asked_slots = {s for s in statement[i] if terms(s) & self.asked}
+        best: int | None = None
+        for j in self.order:
+            shared = statement[j] & statement[i]
+            if j == i or not shared:
+                continue
+            # the query names the slot and j is about as near it, or j is nearer than i
+            if not (
+                (shared & asked_slots and nearness[j] >= nearness[i] - NEAR_MARGIN)
+                or nearness[j] >= nearness[i]
+            ):
+                continue
+            if self.rows[j].created_at > self.rows[best if best is not None else i].created_at:
+                best = j
+        return best
+
+    def show(self, i: int, score: float) -> None:
+        """Give `i` a slot (with the higher of `score` and its own) unless it has one or the
+        slots are full; what it restates has a slot from now on."""
+        if i in self.shown or len(self.out) >= self.limit:
+            return
+        self.out.append((i, max(score, self.scores[i])))
+        self.shown.add(i)
+        self.restated.add(str(self.rows[i].id))
+        p = self.provenance[i]
+        if p is not None and p.is_restatement:
+            self.restated.update(p.quoted)
+
+    def head(self, i: int) -> int | None:
+        """Who takes candidate `i`'s slot: itself, or for a restatement the source the query
+        is about (module docstring, 1.); None when its fact already has a slot (2.)."""
+        p = self.provenance[i]
+        if p is None or not p.is_restatement:
+            return i
+        if any(q in self.restated for q in p.quoted):
+            return None  # its fact already has a slot
+        by_id = self.by_id
+        present = [by_id[q] for q in p.quoted if q in by_id]
+        if len(present) < len(p.quoted) and present and self.off_topic(present, i):
+            present = []  # what it restates on the query's subject is not here: itself
+        head = i
+        # a source that is itself a restatement leads on to its own source
+        for _ in range(3):
+            if not present:
+                break
+            head = min(present, key=self.nearest)
+            hp = self.provenance[head]
+            if hp is None or not hp.is_restatement:
+                break
+            present = [by_id[q] for q in hp.quoted if q in by_id and by_id[q] != head]
+        return head
+
+
 def arrange(
     query: str,
     rows: Sequence[Candidate],
@@ -91,82 +190,16 @@ def arrange(
         threshold: a slot is opened only by a candidate scoring at least this.
         limit: slots at most.
     """
-    provenance = [Provenance.of(r.metadata) for r in rows]
-    rank = {i: n for n, i in enumerate(order)}
-
-    asked = terms(query)
-
-    def nearest(i: int) -> tuple[int, float, int]:
-        """The most content words shared with the query first, then the nearest by cosine,
-        then by rank."""
-        shared = len(asked & terms(said(rows[i].user_message, rows[i].ai_response)))
-        return (-shared, -nearness[i], rank[i])
-
-    def _off_topic(present: list[int], i: int) -> bool:
-        """None of the sources present shares a content word with the query, and the
-        restatement `i` does (module docstring, 1.)."""
-        return nearest(min(present, key=nearest))[0] == 0 and nearest(i)[0] < 0
-
-    by_id = {str(rows[i].id): i for i in order}
-    statement = [_statement_slots(r, p) for r, p in zip(rows, provenance, strict=True)]
-    out: list[tuple[int, float]] = []
-    shown: set[int] = set()
-    restated: set[str] = set()  # the facts (source ids) a shown memory stands for
-
-    def newest_on_slot(i: int) -> int | None:
-        """The newest candidate stating something on one of `i`'s slots and about the same
-        thing (module docstring, 3.), if newer than it."""
-        if not statement[i]:
-            return None
-        asked_slots = {s for s in statement[i] if terms(s) & asked}
-        best: int | None = None
-        for j in order:
-            shared = statement[j] & statement[i]
-            if j == i or not shared:
-                continue
-            # the query names the slot and j is about as near it, or j is nearer than i
-            if not (
-                (shared & asked_slots and nearness[j] >= nearness[i] - NEAR_MARGIN)
-                or nearness[j] >= nearness[i]
-            ):
-                continue
-            if rows[j].created_at > rows[best if best is not None else i].created_at:
-                best = j
-        return best
-
-    def show(i: int, score: float) -> None:
-        if i in shown or len(out) >= limit:
-            return
-        out.append((i, max(score, scores[i])))
-        shown.add(i)
-        restated.add(str(rows[i].id))
-        p = provenance[i]
-        if p is not None and p.is_restatement:
-            restated.update(p.quoted)
-
+    state = _Arrangement(query, rows, order, scores, nearness, limit)
     for i in order:
         score = scores[i]
-        if score < threshold or len(out) >= limit:
+        if score < threshold or len(state.out) >= limit:
             break
-        head = i
-        p = provenance[i]
-        if p is not None and p.is_restatement:
-            if any(q in restated for q in p.quoted):
-                continue  # its fact already has a slot
-            present = [by_id[q] for q in p.quoted if q in by_id]
-            if len(present) < len(p.quoted) and present and _off_topic(present, i):
-                present = []  # what it restates on the query's subject is not here: itself
-            # a source that is itself a restatement leads on to its own source
-            for _ in range(3):
-                if not present:
-                    break
-                head = min(present, key=nearest)
-                hp = provenance[head]
-                if hp is None or not hp.is_restatement:
-                    break
-                present = [by_id[q] for q in hp.quoted if q in by_id and by_id[q] != head]
-        newer = newest_on_slot(head)
+        head = state.head(i)
+        if head is None:
+            continue
+        newer = state.newest_on_slot(head)
         if newer is not None:
-            show(newer, score)
-        show(head, score)
-    return out
+            state.show(newer, score)
+        state.show(head, score)
+    return state.out

@@ -2,9 +2,11 @@
 
 Three models over `recall.search.features`, fitted by `python benchmarks/fit_second_stage.py`
 (every figure it publishes is for data the models were fitted without: decision 0027) and
-shipped as package data, one file per embedding model (`second_stage/<model>.json`: the
-cosines and vectors they read are that model's). The ranker and the gate are linear or
-gradient-boosted trees (`recall.search.trees`); the intent is linear over the query's vector:
+shipped as package data, one file per embedding model (`models/second_stage/<model>.json`:
+the cosines and vectors they read are that model's). `SecondStage` is a
+`recall.search.rankers.Ranker` like the fusion: the store calls `rank`. The ranker and the gate
+are linear (`recall.search.linear`) or gradient-boosted trees (`recall.search.trees`); the
+intent is linear over the query's vector:
 
 - the **ranker** orders the candidates: a logit `z` per memory;
 - the **intent** model reads the query's own vector: small talk and generic requests score low;
@@ -26,13 +28,11 @@ its standardised features, a tree model's changes along the row's path (Saabas's
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,8 @@ from recall.search.features import (
     query_facts,
     rank_features,
 )
+from recall.search.linear import LinearModel
+from recall.search.rankers import Query, shipped_model
 from recall.search.trees import TreeModel
 from recall.search.when import time_bonus, time_window
 
@@ -56,10 +58,12 @@ __all__ = [
     "Model",
     "Scored",
     "SecondStage",
-    "load_second_stage",
+    "StageCandidates",
+    "StageRanking",
     "second_stage_for",
 ]
 
+KIND = "second_stage"  # its files live in models/second_stage/
 _PRODUCTS = "vectors"  # the name of the element-wise products' joint contribution
 _WHEN = "when"  # the name of the time the message names (recall.search.when)
 
@@ -69,54 +73,6 @@ def _sigmoid(x: float) -> float:
         return 1.0 / (1.0 + math.exp(-x))
     e = math.exp(x)
     return e / (1.0 + e)
-
-
-@dataclass(frozen=True, slots=True)
-class LinearModel:
-    """A logistic model on standardised features: `intercept + sum(w * (x - mean) / scale)`."""
-
-    features: tuple[str, ...]
-    mean: np.ndarray
-    scale: np.ndarray
-    weights: np.ndarray
-    intercept: float
-
-    def logits(self, x: np.ndarray) -> np.ndarray:
-        """The logit of each row of `x`."""
-        if len(x) == 0:
-            return np.zeros(0)
-        out: np.ndarray = self.intercept + ((x - self.mean) / self.scale) @ self.weights
-        return out
-
-    def contributions(self, row: np.ndarray) -> dict[str, float]:
-        """Each feature's part of one row's logit (they add up to it, with the intercept)."""
-        parts = (row - self.mean) / self.scale * self.weights
-        return dict(zip(self.features, (float(p) for p in parts), strict=True))
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], names: Sequence[str]) -> LinearModel:
-        """Read a model, checking that it is over `names`, in that order.
-
-        Raises:
-            ConfigError: the model is over other features or its arrays disagree.
-        """
-        features = tuple(data["features"])
-        if features != tuple(names):
-            raise ConfigError(f"second-stage model over {features}, expected {tuple(names)}")
-        arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
-        if any(a.shape != (len(names),) for a in arrays) or np.any(arrays[1] <= 0):
-            raise ConfigError("second-stage model arrays do not match its features")
-        return cls(features, arrays[0], arrays[1], arrays[2], float(data["intercept"]))
-
-    def to_json(self) -> dict[str, Any]:
-        """The model as JSON data (`from_json` reads it back)."""
-        return {
-            "features": list(self.features),
-            "mean": self.mean.tolist(),
-            "scale": self.scale.tolist(),
-            "weights": self.weights.tolist(),
-            "intercept": self.intercept,
-        }
 
 
 Model = LinearModel | TreeModel
@@ -223,6 +179,46 @@ class Scored:
 
 
 @dataclass(frozen=True, slots=True)
+class StageCandidates:
+    """The candidates the second stage reads (`MemoryStore.candidates`).
+
+    Attributes:
+        rows: the candidates, echoes left out.
+        vector_order: the vector side's candidates as indexes into `rows`, best first.
+    """
+
+    rows: Sequence[CandidateRow]
+    vector_order: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class StageRanking:
+    """The second stage's verdict as a `recall.search.rankers.Ranking`: `scored`'s order and
+    scores, and each score's parts from the stage that gave it."""
+
+    stage: SecondStage
+    scored: Scored
+
+    @property
+    def order(self) -> list[int]:
+        """Indexes into the candidates, best first."""
+        return self.scored.order
+
+    @property
+    def scores(self) -> list[float]:
+        """Each candidate's score (0-1), in the candidates' order."""
+        return self.scored.scores
+
+    def explain(self, index: int) -> Explanation:
+        """The parts of candidate `index`'s score."""
+        return self.scored.explain(self.stage, index)
+
+    def explanation(self, index: int) -> dict[str, Any] | None:
+        """The parts of candidate `index`'s score as plain data (`Explanation.as_dict`)."""
+        return self.explain(index).as_dict()
+
+
+@dataclass(frozen=True, slots=True)
 class SecondStage:
     """The fitted second stage for one embedding model (see the module's docstring).
 
@@ -252,6 +248,17 @@ class SecondStage:
     intent_offset: float
     slope: float
     source: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        """ "second_stage": its files live in `models/second_stage/`."""
+        return KIND
+
+    def rank(self, query: Query, candidates: StageCandidates) -> StageRanking:
+        """Score one query's candidates (`score`), as the store calls every ranker."""
+        scored = self.score(query.text, query.vector, candidates.rows, candidates.vector_order,
+                            query.now)  # fmt: skip
+        return StageRanking(self, scored)
 
     def score(
         self,
@@ -346,25 +353,9 @@ class SecondStage:
         }
 
 
-def load_second_stage(text: str) -> SecondStage:
-    """A second stage from its JSON text.
-
-    Raises:
-        ConfigError: the text is not a second stage's JSON.
-    """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"second-stage model is not JSON: {exc}") from exc
-    return SecondStage.from_json(data)
-
-
 @cache
 def second_stage_for(embedding_model: str) -> SecondStage | None:
-    """The shipped second stage fitted for `embedding_model`, or None when none is (then the
-    store ranks by the fusion of decision 0005). Read once per process."""
-    folder = resources.files("recall.search").joinpath("second_stage")
-    entry = folder.joinpath(f"{embedding_model}.json")
-    if not entry.is_file():
-        return None
-    return load_second_stage(entry.read_text("utf-8"))
+    """The shipped second stage fitted for `embedding_model`
+    (`models/second_stage/<embedding_model>.json`), or None when none is (then the store ranks
+    by the fusion of decision 0005). Read once per process."""
+    return shipped_model(KIND, embedding_model, SecondStage.from_json)

@@ -22,7 +22,7 @@ from recall.db.rls import as_owner, scope
 from recall.embeddings import Embedder
 from recall.errors import InvalidInputError, StoreError
 from recall.memory import Turn, make_turn, stored_length
-from recall.search.fusion import DEFAULT_FUSION, FusionModel
+from recall.search.fusion import FusionModel, default_fusion
 from recall.search.second_stage import SecondStage, second_stage_for
 
 __all__ = ["Plan", "StoreBase"]
@@ -45,7 +45,8 @@ class StoreBase:
         embedder: embeds turns and queries.
         settings: limits, search and index settings.
         database: where the pool connects (kept for the embedded server's lifetime).
-        fusion: the hybrid mode's fusion model, for an embedder without a second stage.
+        fusion: the hybrid mode's fusion model, for an embedder without a second stage; None:
+            the shipped one (`recall.search.fusion.default_fusion`).
         second_stage: the hybrid mode's learned second stage and gate (decision 0024): True
             for the one shipped for the embedder's model (the fusion where none is), False for
             the fusion always, or a `SecondStage` of your own fit.
@@ -60,13 +61,13 @@ class StoreBase:
         settings: Settings,
         *,
         database: Database | None = None,
-        fusion: FusionModel = DEFAULT_FUSION,
+        fusion: FusionModel | None = None,
         second_stage: SecondStage | bool = True,
         read_pool: AsyncConnectionPool | None = None,
     ) -> None:
         self.pool = pool
         self.read_pool = read_pool or pool
-        self.fusion = fusion
+        self.fusion = default_fusion() if fusion is None else fusion
         self.second_stage: SecondStage | None = (
             second_stage_for(embedder.name) if second_stage is True else (second_stage or None)
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -51,9 +51,44 @@ class ImportProgress:
     new: int = 0
 
 
+@dataclass(slots=True)
+class _InFlight:
+    """An import's batches being written, reported in the file's order (`Bulk.add_turns`)."""
+
+    done: ImportProgress
+    on_batch: Callable[[int], Awaitable[None] | None] | None
+    on_progress: Callable[[ImportProgress], None] | None
+    tasks: deque[asyncio.Task[tuple[list[str], int]]] = field(default_factory=deque)
+    ids: list[str] = field(default_factory=list)
+
+    def moved(self) -> None:
+        """Report the progress."""
+        if self.on_progress is not None:
+            self.on_progress(self.done)
+
+    async def settle(self, keep: int) -> None:
+        """Wait for the oldest batches and report them until `keep` remain in flight."""
+        try:
+            while len(self.tasks) > keep:
+                batch_ids, new = await self.tasks[0]
+                self.tasks.popleft()
+                self.ids.extend(batch_ids)
+                self.done.written, self.done.new = len(self.ids), self.done.new + new
+                self.moved()
+                if self.on_batch is not None and (res := self.on_batch(len(self.ids))) is not None:
+                    await res
+        except BaseException:
+            # the others are left to commit or roll back whole, then the first error goes up
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            self.tasks.clear()
+            raise
+
+
 class Bulk(StoreBase):
     """`MemoryStore.add_turns`."""
 
+    # over 60 lines by its docstring alone (the import's contract: batches, order, failures);
+    # the work is `_InFlight`, `_prepare_batch` and `_write_batch`
     async def add_turns(
         self,
         turns: Iterable[Mapping[str, Any]],
@@ -101,30 +136,8 @@ class Bulk(StoreBase):
                 f"batch_size and writers must be >= 1, not {batch_size} and {writers}"
             )
         writers = min(writers, self.pool.max_size)  # more would only queue for a connection
-        ids: list[str] = []
-        in_flight: deque[asyncio.Task[tuple[list[str], int]]] = deque()
-        done = progress if progress is not None else ImportProgress()
-
-        def moved() -> None:
-            if on_progress is not None:
-                on_progress(done)
-
-        async def settle(keep: int) -> None:  # report the oldest batches until `keep` remain
-            try:
-                while len(in_flight) > keep:
-                    batch_ids, new = await in_flight[0]
-                    in_flight.popleft()
-                    ids.extend(batch_ids)
-                    done.written, done.new = len(ids), done.new + new
-                    moved()
-                    if on_batch is not None and (res := on_batch(len(ids))) is not None:
-                        await res
-            except BaseException:
-                # the others are left to commit or roll back whole, then the first error goes up
-                await asyncio.gather(*in_flight, return_exceptions=True)
-                in_flight.clear()
-                raise
-
+        batches = _InFlight(progress if progress is not None else ImportProgress(), on_batch,
+                            on_progress)  # fmt: skip
         clock = None
         seen = 0
         for chunk in _chunks(turns, batch_size):
@@ -133,15 +146,15 @@ class Bulk(StoreBase):
                 if clock is None:
                     clock = await self._import_clock()
             except BaseException:
-                await settle(0)  # the batches before this one still land (or report an error)
+                await batches.settle(0)  # the batches before this one still land (or fail)
                 raise
-            done.prepared += len(chunk)
-            moved()
-            await settle(writers - 1)
-            in_flight.append(asyncio.create_task(self._write_batch(*prepared, clock, seen)))
+            batches.done.prepared += len(chunk)
+            batches.moved()
+            await batches.settle(writers - 1)
+            batches.tasks.append(asyncio.create_task(self._write_batch(*prepared, clock, seen)))
             seen += len(chunk)
-        await settle(0)
-        return ids
+        await batches.settle(0)
+        return batches.ids
 
     async def _import_clock(self) -> datetime:
         async with self._conn("add_turns") as conn:

@@ -34,6 +34,20 @@ __all__ = ["Erasure", "Retention", "retention_limits"]
 log = structlog.stdlib.get_logger(__name__)
 
 
+def _checked_limits(days: int | None, cap: int | None) -> tuple[int | None, int | None]:
+    """The retention limits `(days, max_per_user)`, refused when out of range.
+
+    Raises:
+        InvalidInputError: one is below 1, or `days` is over `MAX_RETENTION_DAYS`.
+    """
+    for name, value in (("days", days), ("max_per_user", cap)):
+        if value is not None and (isinstance(value, bool) or value < 1):
+            raise InvalidInputError(f"retention {name} must be >= 1, not {value!r}")
+    if days is not None and days > MAX_RETENTION_DAYS:  # further back is no date
+        raise InvalidInputError(f"retention days must be <= {MAX_RETENTION_DAYS}, not {days}")
+    return days, cap
+
+
 @dataclass(frozen=True, slots=True)
 class Retention:
     """What one `MemoryStore.apply_retention` call removed.
@@ -131,12 +145,7 @@ class Erasure(StoreBase):
                 `recall.config.MAX_RETENTION_DAYS`.
             StoreError: the database failed (removals done before it stay done).
         """
-        days, cap = retention_limits(self.settings, days, max_per_user)
-        for name, value in (("days", days), ("max_per_user", cap)):
-            if value is not None and (isinstance(value, bool) or value < 1):
-                raise InvalidInputError(f"retention {name} must be >= 1, not {value!r}")
-        if days is not None and days > MAX_RETENTION_DAYS:  # further back is no date
-            raise InvalidInputError(f"retention days must be <= {MAX_RETENTION_DAYS}, not {days}")
+        days, cap = _checked_limits(*retention_limits(self.settings, days, max_per_user))
         expired = over_cap = 0
         touched: set[str] = set()
         if days is not None:

@@ -17,9 +17,10 @@ from recall.errors import InvalidInputError
 from recall.memory import Memory, MemoryRow, clean_id, clean_text
 from recall.search.candidates import TermRow
 from recall.search.keywords import keywords_from_text, parse_keywords
+from recall.search.rankers import Query
 from recall.search.ranking import cosine, fuse, row_memory
 from recall.search.restatements import Candidate, arrange
-from recall.search.second_stage import SecondStage
+from recall.search.second_stage import SecondStage, StageCandidates
 from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates, answered
 from recall.store.checks import check_limit, check_threshold
 from recall.store.explaining import reasons
@@ -221,7 +222,8 @@ class Search(Candidates):
         # two connections at once: the two candidate queries run in parallel on the server
         vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
         # echoes leave before fusion: its rank features compare each candidate with the best
-        fused = fuse(answered(vec_rows), answered(kw_rows), self.fusion)
+        query = Query(text, np.asarray(vector, dtype=np.float64))
+        fused = fuse(answered(vec_rows), answered(kw_rows), self.fusion, query)
         found = [m for m, _score in fused]
         scores = [score for _m, score in fused]
         sims = [m.similarity or 0.0 for m in found]
@@ -297,11 +299,12 @@ class Search(Candidates):
         rows, near = await self.candidates(uid, text, vector, k, terms=terms, vectors=vectors)
         if not rows:
             return None
-        scored = stage.score(text, np.asarray(vector, dtype=np.float64), rows, near)
+        query = Query(text, np.asarray(vector, dtype=np.float64))
+        scored = stage.rank(query, StageCandidates(rows, near))
         near_q = [cosine(r.distance) or 0.0 for r in rows]
 
         def memory(i: int, score: float, explain: bool) -> Memory:
-            why = scored.explain(stage, i).as_dict() if explain else None
+            why = scored.explanation(i) if explain else None
             return row_memory(rows[i], score, why)
 
         return _Ranked(rows, scored.order, scored.scores, near_q, memory)

@@ -1,0 +1,47 @@
+"""BM25's constants and its idf, in one place: the SQL that scores keywords and the Python that
+reads its scores agree on them.
+
+The live SQL writes them as numbers (a released migration is never edited, and a function body
+takes no parameters for them): `recall.search_keyword` (migration 0016), `recall.search_terms`
+(0014) and the items' `store_search_ranked` (`recall/db/items.sql`) score a term as
+
+    idf(df, n) * (K1 + 1) / (1 + K1 * ((1 - B) + B * doc_len / avgdl))
+
+(a term counted once per memory), with `idf` below. `tests/unit/test_bm25_constants.py` reads
+the live definition of each of them and fails when a number there differs from these.
+`SATURATION` turns a BM25 score into 0-1 (`saturated`), for the fusion's feature
+(`recall.search.fusion`, and the items' hybrid in SQL) and the second stage's `bm25_sat`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TypeVar
+
+import numpy as np
+
+__all__ = ["IDF_SMOOTHING", "K1", "SATURATION", "B", "idf", "saturated"]
+
+K1 = 1.2
+"""Term-frequency saturation: how little a term's second occurrence adds (BM25's k1)."""
+
+B = 0.75
+"""Length normalisation: how much a long memory's score is lowered (BM25's b)."""
+
+IDF_SMOOTHING = 0.5
+"""The 0.5 of BM25's idf, `ln(1 + (n - df + 0.5) / (df + 0.5))`: never negative."""
+
+SATURATION = 5.0
+"""The BM25 score that `saturated` maps to 0.5."""
+
+_Score = TypeVar("_Score", float, np.ndarray)
+
+
+def idf(df: float, n: float) -> float:
+    """A term's idf among `n` memories of which `df` hold it, as the SQL computes it."""
+    return math.log(1 + (n - df + IDF_SMOOTHING) / (df + IDF_SMOOTHING))
+
+
+def saturated(bm25: _Score) -> _Score:
+    """A BM25 score (or an array of them) mapped into 0-1: `bm25 / (bm25 + SATURATION)`."""
+    return bm25 / (bm25 + SATURATION)

@@ -1,0 +1,140 @@
+"""One ranker interface, its model as data: what the store calls to score a query's candidates.
+
+A ranker (`Ranker`) is code that reads a fitted model: `recall.search.second_stage.SecondStage`
+(the default ranking, decision 0024) and `recall.search.fusion.FusionModel` (the hybrid mode's
+ranking for an embedder without a second stage, decision 0005). Each model ships as package
+data, one JSON file per model under `recall/search/models/<kind>/<name>.json`, and is read by
+`model_text` (once per process: `second_stage_for`, `default_fusion`). The store builds the
+candidates a ranker reads (`Ranker.rank`'s second argument: its own type per ranker, since the
+second stage reads far more of a candidate than the fusion does) and renders what comes back
+(`Ranking`): an order, a score per candidate and, when asked, the parts of a score.
+
+Decision 0034 (docs/decisions/0034-one-ranker-interface.md) says what a caller may decide.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from recall.errors import ConfigError
+
+__all__ = [
+    "MODELS",
+    "Query",
+    "Ranker",
+    "Ranking",
+    "load_model",
+    "model_text",
+    "shipped_model",
+]
+
+MODELS = "models"
+"""The package data folder of `recall.search` that holds the rankers' models, by kind."""
+
+C_contra = TypeVar("C_contra", contravariant=True)
+M = TypeVar("M")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What a ranker knows of the message.
+
+    Attributes:
+        text: the message (cut to the store's `max_query_length`).
+        vector: its embedding, float64.
+        now: when it is asked (None: now); a time it names is read from here.
+    """
+
+    text: str
+    vector: np.ndarray
+    now: datetime | None = None
+
+
+@runtime_checkable
+class Ranking(Protocol):
+    """A ranker's verdict on one query's candidates."""
+
+    @property
+    def order(self) -> Sequence[int]:
+        """Indexes into the candidates, best first."""
+        ...
+
+    @property
+    def scores(self) -> Sequence[float]:
+        """Each candidate's score (0-1), in the candidates' order: what the threshold reads."""
+        ...
+
+    def explanation(self, index: int) -> dict[str, Any] | None:
+        """The parts of candidate `index`'s score as plain data, or None when the ranker has
+        none to give."""
+        ...
+
+
+@runtime_checkable
+class Ranker(Protocol[C_contra]):
+    """Scores a query's candidates with a fitted model that ships as data (`model_text`)."""
+
+    @property
+    def kind(self) -> str:
+        """The model's kind: the folder of `models/` its files live in."""
+        ...
+
+    @property
+    def source(self) -> Mapping[str, Any]:
+        """How the model was fitted (command, data, commit, date), for the record."""
+        ...
+
+    def rank(self, query: Query, candidates: C_contra) -> Ranking:
+        """Score `candidates` for `query`."""
+        ...
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as JSON data, the format of its file."""
+        ...
+
+
+def model_text(kind: str, name: str) -> str | None:
+    """The shipped model file `models/<kind>/<name>.json` as text, or None when there is none.
+
+    Args:
+        kind: "second_stage" or "fusion".
+        name: the model's name (for the second stage, the embedding model it was fitted for).
+    """
+    entry = resources.files("recall.search").joinpath(MODELS, kind, f"{name}.json")
+    if not entry.is_file():
+        return None
+    return entry.read_text("utf-8")
+
+
+def load_model(text: str, from_json: Callable[[Mapping[str, Any]], M]) -> M:
+    """A model from its file's text: JSON read by the ranker's `from_json` (e.g.
+    `SecondStage.from_json`, `FusionModel.from_json`).
+
+    Raises:
+        ConfigError: the text is not a JSON object, or not the ranker's model.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"model file is not JSON: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ConfigError("model file is not a JSON object")
+    return from_json(data)
+
+
+def shipped_model(kind: str, name: str, from_json: Callable[[Mapping[str, Any]], M]) -> M | None:
+    """The shipped model `models/<kind>/<name>.json` (`model_text`, `load_model`), or None when
+    there is none.
+
+    Raises:
+        ConfigError: the file is not the ranker's model.
+    """
+    text = model_text(kind, name)
+    return None if text is None else load_model(text, from_json)
