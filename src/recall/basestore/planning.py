@@ -62,6 +62,10 @@ GROWTH = 0.25  # an index is calibrated again once it holds this share more than
 # 0.998 and 1.00. An index larger than LARGEST_MEASURED is not used (the exact scan answers):
 # no recall was measured there, and the breadth cannot grow past 1,000.
 MIN_BREADTH = 200
+# A namespace that a batch takes past the threshold gets its index before the batch returns when
+# it holds at most this many vectors (issue 38: no cold window after a bulk load); larger ones
+# are built in the background. See docs/basestore.md for what such a build costs.
+SYNC_BUILD_MAX = 5_000
 VECTORS_PER_EF = 50
 MAX_BREADTH = 1000
 LARGEST_MEASURED = 170_000
@@ -130,6 +134,29 @@ class IndexPlanner:
             return "every"
         return None
 
+    def scans(self, prefix: str, dims: int) -> tuple[str, ...]:
+        """The namespaces under `prefix` whose own index a search through the index over every
+        namespace scans beside it (that index leaves out their flagged vectors, migration
+        0022): every usable one this process knows of, sorted (the statement's text, prepared
+        once per set). The flagged vectors of the others are compared exactly."""
+        return tuple(
+            sorted(
+                ns
+                for ns, d in self._indexes.names
+                if d == dims
+                and ns != EVERY_NAMESPACE
+                and (not prefix or ns == prefix or ns.startswith(prefix + "."))
+                and self._usable(ns, dims)
+            )
+        )
+
+    def own_indexes(self, dims: int) -> frozenset[str]:
+        """The namespaces with a recorded index of their own at `dims`: their new vectors are
+        flagged, and the index over every namespace leaves them out (migration 0022). Read with
+        the finished indexes, a few seconds old at most: a namespace indexed since is missed,
+        which costs its writes an extra graph insert, never a result."""
+        return frozenset(ns for ns, d in self._indexes.names if d == dims and ns != EVERY_NAMESPACE)
+
     def _usable(self, ns: str, dims: int) -> bool:
         """A calibrated index that reached the floor; one not calibrated, or grown since (its
         search then looks as wide as decision 0023's rule), within the sizes decision 0023
@@ -158,7 +185,15 @@ class IndexPlanner:
         breadth; not calibrated, or grown by `GROWTH` since (until calibrated again): the
         rule of decision 0023 (`hnsw_ef_search`, at least MIN_BREADTH, one more per
         VECTORS_PER_EF vectors), at least the breadth calibrated before."""
-        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        if through == "every":
+            # one hnsw.ef_search for the statement: the widest of the indexes it scans
+            return max(
+                [self._breadth(EVERY_NAMESPACE, dims)]
+                + [self._breadth(ns, dims) for ns in self.scans(prefix, dims)]
+            )
+        return self._breadth(prefix if through == "namespace" else EVERY_NAMESPACE, dims)
+
+    def _breadth(self, ns: str, dims: int) -> int:
         calibrated = self._indexes.breadths.get((ns, dims))
         if calibrated is not None and not self._stale(ns, dims):
             return calibrated.ef_search
@@ -166,11 +201,16 @@ class IndexPlanner:
         rule = min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
         return max(rule, calibrated.ef_search if calibrated is not None else 0)
 
-    def written(self, counts: Mapping[str, int], dims: int) -> None:
-        """Note the vectors a committed batch wrote, by namespace: a namespace without an
-        index is counted (in the background, up to the threshold) when this process has not
-        counted it yet or when what it wrote since may take it past the threshold, and built
-        when it is there; an indexed one adds to its growth since its calibration."""
+    async def written(self, counts: Mapping[str, int], dims: int) -> None:
+        """Note the vectors a committed batch wrote, by namespace. A namespace without an
+        index that this batch may have taken past the threshold (it wrote the threshold or
+        more, or this process's count plus what it wrote reaches it) is counted now, and when
+        it is there and holds at most `SYNC_BUILD_MAX` vectors its index is built before this
+        returns (seconds), so the searches that follow a bulk load, and the rest of the load,
+        go through it; a larger one is built in the background at once. A namespace this
+        process has not counted, written a little, is counted in the background (up to the
+        threshold). An indexed one adds to its growth since its calibration. Never raises: the
+        batch has committed, and a failed build is logged and left to the background."""
         for ns, count in counts.items():
             if (ns, dims) in self._indexes.names:
                 self._grown[(ns, dims)] = self._grown.get((ns, dims), 0) + count
@@ -181,7 +221,37 @@ class IndexPlanner:
                 continue
             if len(self._own) >= MAX_SIZES:
                 self._own.clear()
-            self._spawn_count(ns, dims)
+            if known is not None or count >= self.threshold:
+                await self._build_now(ns, dims)
+            else:
+                self._spawn_count(ns, dims)
+
+    async def _build_now(self, ns: str, dims: int) -> None:
+        """Count `ns` (up to one past `SYNC_BUILD_MAX`) and, at the threshold, build its index
+        now when it is that small (and no other build holds the lock), else in the
+        background; its calibration follows in the background."""
+        try:
+            async with self._pool.connection() as conn, as_owner(conn):
+                own = int(await fetch_value(
+                    conn, "store_namespace_vectors_upto",
+                    {"ns": ns, "dims": dims, "cap": max(SYNC_BUILD_MAX, self.threshold) + 1},
+                ) or 0)  # fmt: skip
+                self._own[ns] = own
+                if own < self.threshold:
+                    return
+                built = None
+                if own <= SYNC_BUILD_MAX:
+                    built = await build_store_index(
+                        conn, ns, dims, m=self._m, ef_construction=self._ef_construction,
+                        wait=False, analyze=True,
+                    )  # fmt: skip
+                if built is None:  # too large to wait for, or another build runs
+                    self._spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
+                    return
+                log.info("store.index.built_on_write", vectors=own)
+                await self.refresh(conn, force=True)  # which queues its calibration
+        except psycopg.Error:
+            log.exception("store.index.build_failed", every_namespace=False)
 
     async def _count_own(self, ns: str, dims: int) -> None:
         try:

@@ -39,7 +39,9 @@ ON CONFLICT (ns, key) DO UPDATE SET
 DELETE FROM recall.store_vectors WHERE ns = %(ns)s AND key = %(key)s
 
 -- name: store_copy_vectors
-COPY recall.store_vectors (ns, key, field, ord, embedding) FROM STDIN (FORMAT BINARY)
+-- own_index (migration 0022): the namespace had an index of its own when the writer looked, so
+-- the vector goes into that index and not into the one over every namespace
+COPY recall.store_vectors (ns, key, field, ord, embedding, own_index) FROM STDIN (FORMAT BINARY)
 
 -- name: store_delete
 DELETE FROM recall.store_items WHERE ns = %(ns)s AND key = %(key)s
@@ -147,32 +149,28 @@ ORDER BY score DESC NULLS LAST, updated_at DESC, ns, key
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_indexed
--- Through an HNSW index (migration 0015; recall.db.storeindex): the nearest `candidates`
--- vectors whose items are live and pass the filter, then every candidate's exact cosine, ranked
--- as store_search_semantic ranks. {near} is the index's part of the prefix (the namespace
--- itself, or the whole prefix for the index over every namespace), {rest} what that index does
--- not hold (a namespace's children: compared exactly, all of them; FALSE otherwise), {vtype}
--- the index's vector type (vector(<dims>)), {dims} the dimension as a constant: with the
--- namespace in {near} a constant too, a generic plan still proves the partial index's
--- predicate, so the statement is prepared once per index and connection (issue 38). The caller falls back to store_search_semantic when
--- this returns less than a full page (an item counted once however many vectors it has).
+-- Through HNSW indexes (migration 0015; recall.db.storeindex): the nearest `candidates` vectors
+-- of each index scan in <scans> (store_search_indexed_scan blocks joined by UNION ALL) whose
+-- items are live and pass the filter, then every candidate's exact cosine, ranked as
+-- store_search_semantic ranks. <rest> is what no scan covers, compared exactly, all of it: a
+-- namespace's children when the scan is the namespace's own index; for the index over every
+-- namespace, which leaves out vectors flagged own_index (migration 0022), the flagged vectors of
+-- namespaces whose own index the caller did not scan; FALSE when there is nothing. <dims> is the
+-- dimension as a constant: with each scan's predicate in constants too, a generic plan still
+-- proves the partial indexes' predicates, so the statement is prepared once per set of indexes
+-- and connection (issue 38). The caller falls back to store_search_semantic when this returns
+-- less than a full page (an item counted once however many vectors it has).
 WITH near AS MATERIALIZED (
-    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
-    FROM recall.store_vectors AS v
-    JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
-    WHERE {near} AND v.dims = {dims}
-      AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
-    ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
-    LIMIT %(candidates)s
+    {scans}
 ), rest AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
     JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
-    WHERE {rest} AND v.dims = %(dims)s
+    WHERE {rest} AND v.dims = {dims}
       AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ), scored AS (
     SELECT ns, key, 1 - min(distance) AS score
-    FROM (SELECT * FROM near UNION ALL SELECT * FROM rest) AS c
+    FROM (SELECT ns, key, distance FROM near UNION ALL SELECT * FROM rest) AS c
     GROUP BY ns, key
 ), page AS (
     SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
@@ -181,17 +179,41 @@ WITH near AS MATERIALIZED (
     ORDER BY s.score DESC, i.updated_at DESC, i.ns, i.key
     LIMIT %(limit)s OFFSET %(offset)s
 ), boundary AS (
-    -- the farthest candidate, when the scan was cut at `candidates` (else it saw everything)
-    SELECT CASE WHEN count(*) >= %(candidates)s THEN 1 - max(distance) END AS score FROM near
+    -- each scan's farthest candidate, when the scan was cut at `candidates` (else it saw
+    -- everything its index holds under the prefix)
+    SELECT max(CASE WHEN n >= %(candidates)s THEN 1 - far END) AS score
+    FROM (SELECT count(*) AS n, max(distance) AS far FROM near GROUP BY part) AS cut
 )
--- A page whose last score does not beat the farthest candidate's may hold a tie that goes on
--- past the candidates, which the index (in its own, physical order) cut: nothing is returned,
--- and the caller's exact scan breaks the tie by date, namespace and key, as always.
+-- A page whose last score does not beat a cut scan's farthest candidate may hold a tie that goes
+-- on past the candidates, which the index (in its own, physical order) cut: nothing is
+-- returned, and the caller's exact scan breaks the tie by date, namespace and key, as always.
 SELECT p.* FROM page AS p
 WHERE NOT EXISTS (
     SELECT 1 FROM boundary AS b WHERE b.score IS NOT NULL AND (SELECT min(score) FROM page) <= b.score
 )
 ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
+
+-- name: store_search_indexed_scan
+-- One index's scan in store_search_indexed: <near> is the index's predicate and the prefix
+-- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range AND NOT v.own_index
+-- for the index over every namespace), <part> the scan's number, <vtype> the index's vector
+-- type (vector(<dims>)), <dims> the dimension, both constants.
+(SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance, {part} AS part
+ FROM recall.store_vectors AS v
+ JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
+ WHERE {near} AND v.dims = {dims}
+   AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+ ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
+ LIMIT %(candidates)s)
+
+-- name: store_indexes_unscanned
+-- <rest> of a search through the index over every namespace: the flagged vectors (migration
+-- 0022) of namespaces under the prefix whose own index the caller does not scan (one it did
+-- not know of yet, or one it does not use); <xscope> is the prefix over recall.store_indexes
+v.own_index AND v.ns IN (
+    SELECT x.ns FROM recall.store_indexes AS x
+    WHERE x.dims = {dims} AND {xscope} AND x.ns <> ALL(%(scanned)s::text[])
+)
 
 -- name: store_search_knobs
 -- for the rest of the transaction: how far an HNSW scan looks, and that it goes on past that

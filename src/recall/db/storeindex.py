@@ -97,6 +97,9 @@ def _create(name: str, ns: str, dims: int, m: int, ef_construction: int) -> sql.
     where = sql.SQL("dims = {}").format(sql.Literal(dims))
     if ns != EVERY_NAMESPACE:
         where = sql.SQL("ns = {} AND ").format(sql.Literal(ns)) + where
+    else:
+        # the vectors of namespaces with an index of their own stay out (migration 0022)
+        where = where + sql.SQL(" AND NOT own_index")
     return sql.SQL(
         "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON recall.store_vectors "
         "USING hnsw ((embedding::{}) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
