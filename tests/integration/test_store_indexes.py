@@ -4,8 +4,10 @@ exact scan does (the conformance suite, tests/integration/basestore, runs on bot
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,8 +15,10 @@ from langgraph.store.base import IndexConfig, PutOp
 from structlog.testing import capture_logs
 
 from recall import RecallStore
+from recall.basestore import planning
 from recall.config import Settings
 from recall.db.pool import connect_once
+from recall.db.storeindex import Breadth
 from tests.conftest import Databases
 
 DIMS = 32
@@ -212,3 +216,30 @@ async def test_a_batch_that_takes_a_namespace_past_the_threshold_builds_its_inde
         assert not [e for e in logs if e["event"] == "store.index.built_on_write"]
         await store.wait_for_index_builds()
         assert ("c", DIMS) in await _indexes(url)
+
+
+async def test_a_calibration_that_saw_its_index_grow_is_repeated(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written into while probed (a bulk load), an index's breadth comes out too wide: the
+    calibration runs again once it ends (once: a quiet index is not probed again)."""
+    real = planning.calibrate_index
+    seen: list[int] = []
+
+    async def during_a_load(conn: Any, ns: str, dims: int) -> Breadth:
+        breadth = await real(conn, ns, dims)
+        seen.append(breadth.vectors)
+        if len(seen) > 1:
+            return breadth
+        return dataclasses.replace(breadth, vectors=breadth.vectors - 5)  # 5 came meanwhile
+
+    async for store in _open(url, store_index_threshold=60):
+        await store.abatch([PutOp(("a",), f"k{i}", {"text": f"a {i}"}) for i in range(80)])
+        await store.wait_for_index_builds()
+        monkeypatch.setattr(planning, "calibrate_index", during_a_load)
+        with capture_logs() as logs:
+            await store._planner._calibrate("a", DIMS)
+            await store.wait_for_index_builds()
+        repeats = [e["after"] for e in logs if e["event"] == "store.index.calibration_repeated"]
+        assert repeats == [80]
+        assert seen == [80, 80]  # measured again, and not a third time

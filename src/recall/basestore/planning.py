@@ -53,6 +53,7 @@ SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
 GROWTH = 0.25  # an index is calibrated again once it holds this share more than when last done
+REPEAT_GROWTH = 0.05  # a calibration is repeated when the index grew this much while it ran
 # How wide a search looks through an index not (yet) calibrated, or grown since (then at least
 # its calibrated breadth), by the vectors the index holds: at least
 # MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
@@ -346,6 +347,16 @@ class IndexPlanner:
         breadth = await calibrate_index(conn, ns, dims)
         await record_breadth(conn, ns, dims, breadth)
         await self.refresh(conn, force=True)
+        if ns != EVERY_NAMESPACE:
+            after = int(await fetch_value(
+                conn, "store_namespace_vectors", {"ns": ns, "dims": dims}
+            ) or 0)  # fmt: skip
+            if after > breadth.vectors * (1 + REPEAT_GROWTH):
+                # written into while it was probed (a bulk load): the graph held vectors its
+                # snapshot could not see, which crowd its scans, and the breadth came out too
+                # wide (1,000 for 42,000 vectors in one load); measured again once this ends
+                log.info("store.index.calibration_repeated", vectors=breadth.vectors, after=after)
+                self._spawn(f"calibrate:{dims}:{ns}:{after}", lambda: self._calibrate(ns, dims))
         return breadth
 
     async def build_due(self, dims: int, *, every: bool) -> list[str]:
