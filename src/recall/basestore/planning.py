@@ -4,13 +4,14 @@ and calibrations that writes and searches set off.
 Small namespaces are compared exactly (a scan of a few hundred vectors beats any index). A
 namespace with `store_index_threshold` vectors or more gets an HNSW index of its own; a prefix
 holding `store_wide_threshold` vectors or more, and a large share of the store, goes through
-the index over every namespace. A namespace's index is built in the background as soon as a
-write takes it past the threshold (counted after the write's transaction, so a bulk `abatch`
-sets it off as it ends), or the first time a search meets it; the index over every namespace
-the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`). Builds
-never run on the write path. Each index is calibrated once built, and again when it has grown
-by a quarter (`GROWTH`): the smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn
-from its own vectors (`recall.db.calibration`), which its searches then use.
+the index over every namespace. A namespace's index is built as soon as a write takes it past
+the threshold (after the write's transaction: before the batch returns when the namespace holds
+at most `SYNC_BUILD_MAX` vectors, else in the background), or the first time a search meets it;
+the index over every namespace, which leaves out the namespaces with their own (migration
+0022), the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`).
+Each index is calibrated once built, and again when it has grown by a quarter (`GROWTH`): the
+smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn from its own vectors
+(`recall.db.calibration`), which its searches then use.
 The plan is chosen from what this process knows (the finished indexes and their breadths, read
 again every few seconds, and the size of each prefix searched, counted in the background every
 five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
