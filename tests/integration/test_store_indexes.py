@@ -17,6 +17,7 @@ from structlog.testing import capture_logs
 from recall import RecallStore
 from recall.basestore import planning
 from recall.config import Settings
+from recall.db.calibration import calibrate_index
 from recall.db.pool import connect_once
 from recall.db.storeindex import Breadth
 from tests.conftest import Databases
@@ -223,7 +224,7 @@ async def test_a_calibration_that_saw_its_index_grow_is_repeated(
 ) -> None:
     """Written into while probed (a bulk load), an index's breadth comes out too wide: the
     calibration runs again once it ends (once: a quiet index is not probed again)."""
-    real = planning.calibrate_index
+    real = calibrate_index
     seen: list[int] = []
 
     async def during_a_load(conn: Any, ns: str, dims: int) -> Breadth:
