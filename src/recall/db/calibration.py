@@ -132,7 +132,8 @@ async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int) -> Bre
     async with conn.transaction():
         await run(conn, "repeatable_read")
         if ns == EVERY_NAMESPACE:
-            vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
+            # what it holds: the vectors no namespace's own index took (migration 0022)
+            vectors = int(await fetch_value(conn, "store_wide_vectors", {"dims": dims}) or 0)
         else:
             vectors = int(await fetch_value(
                 conn, "store_namespace_vectors", {"ns": ns, "dims": dims}

@@ -251,6 +251,10 @@ GROUP BY v.ns
 HAVING count(*) >= %(threshold)s
 ORDER BY count(*) DESC, v.ns
 
+-- name: store_wide_vectors
+-- what the index over every namespace holds (migration 0022): the unflagged vectors
+SELECT count(*) FROM recall.store_vectors WHERE dims = %(dims)s AND NOT own_index
+
 -- name: store_namespace_vectors
 SELECT count(*) FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s
 
