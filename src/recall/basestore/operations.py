@@ -209,8 +209,9 @@ async def run_read(
             )
             planner.searched(plan.prefix, dims)
         rows = await search_items(conn, plan)
-        if op.refresh_ttl and rows:
-            await refresh_items(conn, [(r.ns, r.key) for r in rows])
+        # only items with a TTL move: a page without one costs no UPDATE (and no round trip)
+        if op.refresh_ttl and (expiring := [(r.ns, r.key) for r in rows if r.expires]):
+            await refresh_items(conn, expiring)
         return [
             SearchItem(
                 namespace=split(r.ns),

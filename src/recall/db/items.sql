@@ -57,7 +57,8 @@ ORDER BY i.ns
 
 -- name: store_search_recent
 -- no query (or no index): the newest first
-SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, NULL::float8 AS score
+SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, NULL::float8 AS score,
+       i.ttl_minutes IS NOT NULL AS expires
 FROM recall.store_items AS i
 WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ORDER BY i.updated_at DESC, i.ns, i.key
@@ -75,7 +76,8 @@ WITH distances AS MATERIALIZED (
 ), scored AS (
     SELECT ns, key, 1 - min(distance) AS score FROM distances GROUP BY ns, key
 )
-SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
+SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score,
+       i.ttl_minutes IS NOT NULL AS expires
 FROM recall.store_items AS i
 LEFT JOIN scored AS s ON s.ns = i.ns AND s.key = i.key
 WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
@@ -87,7 +89,8 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- prefix that pass the filter) and hybrid (the project's fusion model over the cosine, the
 -- BM25 and both ranks, recall.search.fusion). Exact as well: every item is scored.
 WITH items AS MATERIALIZED (
-    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len
+    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len,
+           i.ttl_minutes IS NOT NULL AS expires
     FROM recall.store_items AS i
     WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ), stats AS (
@@ -125,7 +128,7 @@ WITH items AS MATERIALIZED (
 ), top AS (
     SELECT coalesce(max(bm25), 0) AS best FROM bm
 ), fused AS (
-    SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, kr.bm25,
+    SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, it.expires, kr.bm25,
            CASE WHEN vr.cosine IS NULL AND kr.bm25 IS NULL THEN NULL ELSE
                1 / (1 + exp(-(
                    %(w0)s::float8
@@ -143,7 +146,7 @@ WITH items AS MATERIALIZED (
     CROSS JOIN top
 )
 SELECT ns, key, value, created_at, updated_at,
-       CASE WHEN %(mode)s::text = 'keyword' THEN bm25 ELSE relevance END AS score
+       CASE WHEN %(mode)s::text = 'keyword' THEN bm25 ELSE relevance END AS score, expires
 FROM fused
 ORDER BY score DESC NULLS LAST, updated_at DESC, ns, key
 LIMIT %(limit)s OFFSET %(offset)s
@@ -173,7 +176,8 @@ WITH near AS MATERIALIZED (
     FROM (SELECT ns, key, distance FROM near UNION ALL SELECT * FROM rest) AS c
     GROUP BY ns, key
 ), page AS (
-    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
+    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score,
+           i.ttl_minutes IS NOT NULL AS expires
     FROM scored AS s
     JOIN recall.store_items AS i ON i.ns = s.ns AND i.key = s.key
     ORDER BY s.score DESC, i.updated_at DESC, i.ns, i.key
