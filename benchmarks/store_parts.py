@@ -13,7 +13,9 @@ each variant, the variants taking turns in blocks of 25 (`harness.timing.timed_i
   prepared as the store runs it (the namespace and dimension as constants), planned per call
   as before issue 38 (`prepare=False`), and prepared without the exact probe of the
   namespace's children; the bare HNSW scan (`ORDER BY ... LIMIT 10`) at the calibrated breadth
-  and at the breadth decision 0023's rule gave an index of this size.
+  and at the breadth decision 0023's rule gave an index of this size; the bare scan of a halfvec
+  index built beside the store's (issue 38's quantised form, not shipped) at the calibrated
+  breadth.
 recall@10 is against the exact (numpy) answer. Writes docs/benchmarks.md (section
 "store-parts").
 """
@@ -39,6 +41,7 @@ from psycopg import AsyncConnection, sql
 from recall import RecallStore
 from recall.basestore.planning import MAX_BREADTH, MIN_BREADTH, VECTORS_PER_EF
 from recall.config import Settings
+from recall.db.pool import connect_once
 from recall.db.sql import query
 from recall.db.sql import run as run_sql
 
@@ -67,12 +70,16 @@ def indexed_statement(dims: int, *, literal: bool, children: bool) -> sql.Compos
         )
     elif children:
         rest = sql.SQL("(v.ns >= %(ns_lo)s AND v.ns < %(ns_hi)s)")
-    return sql.SQL(query("store_search_indexed").decode()).format(
+    dimension = sql.Literal(dims) if literal else sql.SQL("%(dims)s")
+    scan = sql.SQL(query("store_search_indexed_scan").decode()).format(
         near=near,
-        rest=rest,
+        part=sql.Literal(0),
         filter=sql.SQL("TRUE"),
         vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
-        dims=sql.Literal(dims) if literal else sql.SQL("%(dims)s"),
+        dims=dimension,
+    )
+    return sql.SQL(query("store_search_indexed").decode()).format(
+        scans=scan, rest=rest, filter=sql.SQL("TRUE"), dims=dimension
     )
 
 
@@ -98,12 +105,23 @@ def search_call(store: Any, text: str) -> Call:
     return lambda: store.asearch(NS, query=text, limit=K)
 
 
-def scan_call(conn: AsyncConnection[Any], vector: np.ndarray, ef: int) -> Call:
-    """The bare HNSW scan of the namespace's index, `ef` wide."""
+def scan_call(
+    conn: AsyncConnection[Any], vector: np.ndarray, ef: int, vtype: str = "vector"
+) -> Call:
+    """The bare HNSW scan of the namespace's index (`vtype` "halfvec": of the halfvec index
+    built beside it, the query cast to halfvec), `ef` wide."""
     statement = sql.SQL(
         "SELECT key FROM recall.store_vectors WHERE ns = {} AND dims = {} "
-        "ORDER BY embedding::vector({}) <=> %(q)s::vector({}) LIMIT {}"
-    ).format(sql.Literal(".".join(NS)), *(sql.Literal(v) for v in (DIMS, DIMS, DIMS, K)))
+        "ORDER BY embedding::{}({}) <=> %(q)s::vector({})::{}({}) LIMIT {}"
+    ).format(
+        sql.Literal(".".join(NS)),
+        sql.Literal(DIMS),
+        sql.SQL(vtype),
+        sql.Literal(DIMS),
+        sql.Literal(DIMS),
+        sql.SQL(vtype),
+        *(sql.Literal(v) for v in (DIMS, K)),
+    )
 
     async def call() -> list[str]:
         async with conn.transaction():
@@ -112,6 +130,32 @@ def scan_call(conn: AsyncConnection[Any], vector: np.ndarray, ef: int) -> Call:
         return [str(row[0]) for row in await cur.fetchall()]
 
     return call
+
+
+async def build_halfvec(url: str) -> float:
+    """A halfvec HNSW index (`m`, `ef_construction` as the store's) over the namespace beside
+    its own, for the bare halfvec scan (issue 38, move 3: not shipped); its build's seconds."""
+    settings = Settings()
+    conn = await connect_once(url)
+    try:
+        t0 = time.perf_counter()
+        await conn.execute(
+            sql.SQL(
+                "CREATE INDEX store_parts_halfvec ON recall.store_vectors USING hnsw "
+                "((embedding::halfvec({})) halfvec_cosine_ops) WITH (m = {}, ef_construction = {}) "
+                "WHERE ns = {} AND dims = {}"
+            ).format(
+                sql.Literal(DIMS),
+                sql.Literal(settings.hnsw_m),
+                sql.Literal(settings.hnsw_ef_construction),
+                sql.Literal(".".join(NS)),
+                sql.Literal(DIMS),
+            )
+        )
+        await conn.execute("ANALYZE recall.store_vectors")
+        return time.perf_counter() - t0
+    finally:
+        await conn.close()
 
 
 async def main() -> None:
@@ -178,6 +222,11 @@ async def main() -> None:
             variants[f"bare HNSW scan, ef_search {rule} (decision 0023's rule)"] = [
                 scan_call(conns[4], q, rule) for q in asked
             ]
+            half_s = await build_halfvec(urls["ours"])
+            conns.append(await app_connection(urls["ours"]))
+            variants[f"bare halfvec HNSW scan, ef_search {calibrated} (not shipped)"] = [
+                scan_call(conns[5], q, calibrated, "halfvec") for q in asked
+            ]
             await timed_interleaved(variants)  # warm-up
             rounds = [await timed_interleaved(variants, first_turn=r) for r in range(args.rounds)]
             for conn in conns:
@@ -185,7 +234,7 @@ async def main() -> None:
     finally:
         for who in ("ours", "peer"):
             await drop_database(f"recall_bench_store_parts_{who}")
-    report(args, revision, rounds, truth, waited, calibrated)
+    report(args, revision, rounds, truth, waited, calibrated, half_s)
 
 
 def _keys(result: Any) -> set[int]:
@@ -200,6 +249,7 @@ def report(
     truth: list[set[int]],
     waited: float,
     calibrated: int,
+    half_s: float,
 ) -> None:
     """One row per variant: recall@10, p50 / p95 and their ratios to the peer's, medians of
     the rounds' ratios."""
@@ -231,7 +281,8 @@ variants in turns (blocks of 25), {args.rounds} rounds after a warm-up; times ar
 the rounds' p50 and p95, ratios the medians of the rounds' ratios to the peer's `asearch`.
 Our index was built during the load and calibrated ({waited:.0f} s waited after the load):
 ef_search {calibrated}. The statement rows run `store_search_indexed` with its knobs in one
-transaction on a connection of their own; the bare scan is the index's scan alone.
+transaction on a connection of their own; the bare scan is the index's scan alone (its ten
+nearest, no re-check); the halfvec index was built after the timing's load, in {half_s:.1f} s.
 
 {table(headers, rows)}
 """

@@ -4,16 +4,22 @@ exact scan does (the conformance suite, tests/integration/basestore, runs on bot
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 from langgraph.store.base import IndexConfig, PutOp
+from structlog.testing import capture_logs
 
 from recall import RecallStore
+from recall.basestore import planning
 from recall.config import Settings
+from recall.db.calibration import calibrate_index
 from recall.db.pool import connect_once
+from recall.db.storeindex import Breadth
 from tests.conftest import Databases
 
 DIMS = 32
@@ -54,8 +60,17 @@ def _page(results: Sequence[object]) -> list[tuple[str, str, float | None]]:
     return [(".".join(r.namespace), r.key, r.score) for r in results]  # type: ignore[attr-defined]
 
 
+async def _exact(
+    store: RecallStore, monkeypatch: pytest.MonkeyPatch, prefix: tuple[str, ...], **search: object
+) -> list[tuple[str, str, float | None]]:
+    """A page from the exact scan, whatever indexes exist (writes build them at once)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(store._planner, "through", lambda prefix, dims: None)
+        return _page(await store.asearch(prefix, **search))  # type: ignore[arg-type]
+
+
 async def test_a_large_namespace_gets_its_own_index_and_answers_as_the_exact_scan(
-    url: str,
+    url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async for store in _open(url, store_index_threshold=50):
         await store.abatch(
@@ -68,7 +83,7 @@ async def test_a_large_namespace_gets_its_own_index_and_answers_as_the_exact_sca
             {"query": q, "limit": 10, "filter": {"n": {"$gte": 3}} if i % 2 else None}
             for i, q in enumerate(queries)
         ]
-        exact = [_page(await store.asearch(("kb",), **s)) for s in searches]  # type: ignore[arg-type]
+        exact = [await _exact(store, monkeypatch, ("kb",), **s) for s in searches]
         await store.wait_for_index_builds()  # the searches above may have set it off already
         await store.build_indexes()
         assert await _indexes(url) == [("kb", DIMS)]
@@ -83,7 +98,7 @@ async def test_a_large_namespace_gets_its_own_index_and_answers_as_the_exact_sca
 
 
 async def test_ties_past_the_candidates_are_broken_as_the_exact_scan_breaks_them(
-    url: str,
+    url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """200 items with one same vector: the index's 40 candidates are whichever it meets first,
     so the page comes from the exact scan, by date then key, as without an index."""
@@ -92,7 +107,7 @@ async def test_ties_past_the_candidates_are_broken_as_the_exact_scan_breaks_them
             await store.abatch(
                 [PutOp(("tie",), f"t{i:03d}", {"text": "same"}) for i in range(start, start + 50)]
             )
-        exact = _page(await store.asearch(("tie",), query="same", limit=10, offset=5))
+        exact = await _exact(store, monkeypatch, ("tie",), query="same", limit=10, offset=5)
         await store.wait_for_index_builds()
         await store.build_indexes()
         assert store._planner.through("tie", DIMS) == "namespace"
@@ -116,3 +131,116 @@ async def test_searches_set_off_the_builds_they_need(url: str) -> None:
         assert store._planner.through("org.big", DIMS) == "namespace"
         assert store._planner.through("org.team1", DIMS) is None
         assert _page(await store.asearch(("org",), query="query", limit=10)) == exact
+
+
+async def _scalar(url: str, statement: bytes) -> object:
+    conn = await connect_once(url)
+    try:
+        cur = await conn.execute(statement)
+        row = await cur.fetchone()
+        return row[0] if row else None
+    finally:
+        await conn.close()
+
+
+async def test_the_index_over_every_namespace_leaves_out_namespaces_with_their_own(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0022: vectors written into a namespace with its own index are flagged and
+    stay out of the index over every namespace; a prefix search scans both indexes (and
+    compares exactly the flagged vectors of an own index it does not scan) and answers as the
+    exact scan does."""
+    async for store in _open(url, store_index_threshold=60, store_wide_threshold=100):
+        await store.abatch(
+            [PutOp(("org", "big"), f"b{i}", {"text": f"big {i}"}) for i in range(70)]
+            + [PutOp(("org", f"team{j}"), "k", {"text": f"team {j}"}) for j in range(50)]
+        )
+        await store.build_indexes(every_namespace=True)
+        # written after both indexes: into org.big's own only
+        await store.abatch(
+            [PutOp(("org", "big"), f"b{i}", {"text": f"big {i}"}) for i in range(70, 100)]
+            + [PutOp(("org", f"team{j}"), "k2", {"text": f"late {j}"}) for j in range(20)]
+        )
+        flagged = await _scalar(
+            url, b"SELECT count(*) FROM recall.store_vectors WHERE own_index AND ns = 'org.big'"
+        )
+        assert flagged == 30
+        assert not await _scalar(
+            url, b"SELECT count(*) FROM recall.store_vectors WHERE own_index AND ns <> 'org.big'"
+        )
+        definition = await _scalar(
+            url, b"SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_hnsw_all_32'"
+        )
+        assert "NOT own_index" in str(definition)
+        await store.asearch(("org",), query="query", limit=10)  # the planner counts the prefix
+        await store.wait_for_index_builds()
+        assert store._planner.through("org", DIMS) == "every"
+        assert store._planner.scans("org", DIMS) == ("org.big",)
+        queries = ["big 85", "big 3", "late 7", "team 9", "query"]
+        for q in queries:
+            exact = await _exact(store, monkeypatch, ("org",), query=q, limit=10)
+            indexed = _page(await store.asearch(("org",), query=q, limit=10))
+            assert [(ns, key) for ns, key, _ in indexed] == [(ns, key) for ns, key, _ in exact]
+            assert [s for *_, s in indexed] == pytest.approx([s for *_, s in exact], abs=1e-9)
+        top = _page(await store.asearch(("org",), query="big 85", limit=1))
+        assert top[0][:2] == ("org.big", "b85")  # a flagged vector, from org.big's own index
+        # a process that does not know org.big's index yet: its flagged vectors compared exactly
+        monkeypatch.setattr(store._planner, "scans", lambda prefix, dims: ())
+        assert store._planner.through("org", DIMS) == "every"
+        for q in queries:
+            exact = await _exact(store, monkeypatch, ("org",), query=q, limit=10)
+            indexed = _page(await store.asearch(("org",), query=q, limit=10))
+            assert [(ns, key) for ns, key, _ in indexed] == [(ns, key) for ns, key, _ in exact]
+
+
+async def test_a_batch_that_takes_a_namespace_past_the_threshold_builds_its_index_at_once(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cold window: the batch that takes a small-enough namespace past the threshold returns
+    with its index built and recorded, so the next search goes through it; a larger one is
+    built in the background."""
+    async for store in _open(url, store_index_threshold=60):
+        await store.abatch([PutOp(("a",), f"k{i}", {"text": f"a {i}"}) for i in range(40)])
+        await store.wait_for_index_builds()  # the background count of a namespace first seen
+        assert await _indexes(url) == []
+        await store.abatch([PutOp(("a",), f"k{i}", {"text": f"a {i}"}) for i in range(40, 70)])
+        assert await _indexes(url) == [("a", DIMS)]  # no wait: built before the batch returned
+        assert store._planner.through("a", DIMS) == "namespace"
+        with capture_logs() as logs:
+            await store.abatch([PutOp(("b",), f"k{i}", {"text": f"b {i}"}) for i in range(70)])
+        assert [e["vectors"] for e in logs if e["event"] == "store.index.built_on_write"] == [70]
+        assert await _indexes(url) == [("a", DIMS), ("b", DIMS)]
+        monkeypatch.setattr("recall.basestore.planning.SYNC_BUILD_MAX", 65)
+        with capture_logs() as logs:
+            await store.abatch([PutOp(("c",), f"k{i}", {"text": f"c {i}"}) for i in range(70)])
+        # too large to wait for: queued for the background
+        assert not [e for e in logs if e["event"] == "store.index.built_on_write"]
+        await store.wait_for_index_builds()
+        assert ("c", DIMS) in await _indexes(url)
+
+
+async def test_a_calibration_that_saw_its_index_grow_is_repeated(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written into while probed (a bulk load), an index's breadth comes out too wide: the
+    calibration runs again once it ends (once: a quiet index is not probed again)."""
+    real = calibrate_index
+    seen: list[int] = []
+
+    async def during_a_load(conn: Any, ns: str, dims: int) -> Breadth:
+        breadth = await real(conn, ns, dims)
+        seen.append(breadth.vectors)
+        if len(seen) > 1:
+            return breadth
+        return dataclasses.replace(breadth, vectors=breadth.vectors - 5)  # 5 came meanwhile
+
+    async for store in _open(url, store_index_threshold=60):
+        await store.abatch([PutOp(("a",), f"k{i}", {"text": f"a {i}"}) for i in range(80)])
+        await store.wait_for_index_builds()
+        monkeypatch.setattr(planning, "calibrate_index", during_a_load)
+        with capture_logs() as logs:
+            await store._planner._calibrate("a", DIMS)
+            await store.wait_for_index_builds()
+        repeats = [e["after"] for e in logs if e["event"] == "store.index.calibration_repeated"]
+        assert repeats == [80]
+        assert seen == [80, 80]  # measured again, and not a third time

@@ -166,20 +166,20 @@ def test_a_calibrated_index_is_searched_as_wide_as_its_calibration_says() -> Non
     assert planner.breadth("a", 8, "namespace") == 100  # the rule would say 400
 
 
-def test_an_index_grown_by_a_quarter_goes_back_to_the_rule_until_calibrated_again() -> None:
+async def test_an_index_grown_by_a_quarter_goes_back_to_the_rule_until_calibrated_again() -> None:
     planner = _calibrated(20_000, 100, 0.995, 20_000)
-    planner.written({"a": 5_000}, 8)  # 25,000: a quarter more, not past it
+    await planner.written({"a": 5_000}, 8)  # 25,000: a quarter more, not past it
     assert planner.breadth("a", 8, "namespace") == 100
-    planner.written({"a": 1}, 8)
+    await planner.written({"a": 1}, 8)
     assert planner.breadth("a", 8, "namespace") == 501  # 25,001 / 50, at least the old 100
     wide = _calibrated(20_000, 800, 0.995, 20_000)
-    wide.written({"a": 10_000}, 8)
+    await wide.written({"a": 10_000}, 8)
     assert wide.breadth("a", 8, "namespace") == 800  # never narrower than calibrated before
 
 
-def test_an_index_under_the_floor_is_not_used_unless_it_has_grown_since() -> None:
+async def test_an_index_under_the_floor_is_not_used_unless_it_has_grown_since() -> None:
     planner = _calibrated(20_000, 1000, 0.95, 20_000)
     assert planner.through("a", 8) is None
-    planner.written({"a": 6_000}, 8)  # grown: its old recall says nothing now
+    await planner.written({"a": 6_000}, 8)  # grown: its old recall says nothing now
     assert planner.through("a", 8) == "namespace"
     assert planner.breadth("a", 8, "namespace") == 1000

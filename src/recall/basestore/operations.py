@@ -146,14 +146,24 @@ async def prepare(ops: Sequence[Any], index: IndexSpec | None) -> Prepared:
 
 
 async def run_writes(
-    conn: AsyncConnection[Any], ops: Sequence[tuple[int, PutOp]], prepared: Prepared
+    conn: AsyncConnection[Any],
+    ops: Sequence[tuple[int, PutOp]],
+    prepared: Prepared,
+    index: IndexSpec | None,
+    planner: IndexPlanner,
 ) -> None:
-    """Apply a run of consecutive puts: for each item only its last put counts."""
+    """Apply a run of consecutive puts: for each item only its last put counts. The vectors
+    of namespaces with an index of their own (as `planner` knows them) are flagged, so that
+    the index over every namespace leaves them out (migration 0022)."""
     last: dict[tuple[str, str], ItemWrite | None] = {}
     for position, op in ops:
         last[(join(op.namespace), op.key)] = prepared.writes[position]
     await delete_items(conn, [item for item, write in last.items() if write is None])
-    await write_items(conn, [write for write in last.values() if write is not None])
+    own: frozenset[str] = frozenset()
+    if index is not None:
+        await planner.refresh(conn)
+        own = planner.own_indexes(index.dims)
+    await write_items(conn, [write for write in last.values() if write is not None], own)
 
 
 def _item(row: StoreItemRow) -> Item:
@@ -191,12 +201,16 @@ async def run_read(
             await planner.refresh(conn)
             through = planner.through(plan.prefix, dims)
             plan = dataclasses.replace(
-                plan, through=through, ef_search=planner.breadth(plan.prefix, dims, through)
+                plan,
+                through=through,
+                ef_search=planner.breadth(plan.prefix, dims, through),
+                scans=planner.scans(plan.prefix, dims) if through == "every" else (),
             )
             planner.searched(plan.prefix, dims)
         rows = await search_items(conn, plan)
-        if op.refresh_ttl and rows:
-            await refresh_items(conn, [(r.ns, r.key) for r in rows])
+        # only items with a TTL move: a page without one costs no UPDATE (and no round trip)
+        if op.refresh_ttl and (expiring := [(r.ns, r.key) for r in rows if r.expires]):
+            await refresh_items(conn, expiring)
         return [
             SearchItem(
                 namespace=split(r.ns),

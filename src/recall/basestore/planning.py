@@ -4,13 +4,14 @@ and calibrations that writes and searches set off.
 Small namespaces are compared exactly (a scan of a few hundred vectors beats any index). A
 namespace with `store_index_threshold` vectors or more gets an HNSW index of its own; a prefix
 holding `store_wide_threshold` vectors or more, and a large share of the store, goes through
-the index over every namespace. A namespace's index is built in the background as soon as a
-write takes it past the threshold (counted after the write's transaction, so a bulk `abatch`
-sets it off as it ends), or the first time a search meets it; the index over every namespace
-the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`). Builds
-never run on the write path. Each index is calibrated once built, and again when it has grown
-by a quarter (`GROWTH`): the smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn
-from its own vectors (`recall.db.calibration`), which its searches then use.
+the index over every namespace. A namespace's index is built as soon as a write takes it past
+the threshold (after the write's transaction: before the batch returns when the namespace holds
+at most `SYNC_BUILD_MAX` vectors, else in the background), or the first time a search meets it;
+the index over every namespace, which leaves out the namespaces with their own (migration
+0022), the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`).
+Each index is calibrated once built, and again when it has grown by a quarter (`GROWTH`): the
+smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn from its own vectors
+(`recall.db.calibration`), which its searches then use.
 The plan is chosen from what this process knows (the finished indexes and their breadths, read
 again every few seconds, and the size of each prefix searched, counted in the background every
 five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
@@ -53,6 +54,7 @@ SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
 GROWTH = 0.25  # an index is calibrated again once it holds this share more than when last done
+REPEAT_GROWTH = 0.05  # a calibration is repeated when the index grew this much while it ran
 # How wide a search looks through an index not (yet) calibrated, or grown since (then at least
 # its calibrated breadth), by the vectors the index holds: at least
 # MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
@@ -62,6 +64,10 @@ GROWTH = 0.25  # an index is calibrated again once it holds this share more than
 # 0.998 and 1.00. An index larger than LARGEST_MEASURED is not used (the exact scan answers):
 # no recall was measured there, and the breadth cannot grow past 1,000.
 MIN_BREADTH = 200
+# A namespace that a batch takes past the threshold gets its index before the batch returns when
+# it holds at most this many vectors (issue 38: no cold window after a bulk load); larger ones
+# are built in the background. See docs/basestore.md for what such a build costs.
+SYNC_BUILD_MAX = 5_000
 VECTORS_PER_EF = 50
 MAX_BREADTH = 1000
 LARGEST_MEASURED = 170_000
@@ -130,6 +136,29 @@ class IndexPlanner:
             return "every"
         return None
 
+    def scans(self, prefix: str, dims: int) -> tuple[str, ...]:
+        """The namespaces under `prefix` whose own index a search through the index over every
+        namespace scans beside it (that index leaves out their flagged vectors, migration
+        0022): every usable one this process knows of, sorted (the statement's text, prepared
+        once per set). The flagged vectors of the others are compared exactly."""
+        return tuple(
+            sorted(
+                ns
+                for ns, d in self._indexes.names
+                if d == dims
+                and ns != EVERY_NAMESPACE
+                and (not prefix or ns == prefix or ns.startswith(prefix + "."))
+                and self._usable(ns, dims)
+            )
+        )
+
+    def own_indexes(self, dims: int) -> frozenset[str]:
+        """The namespaces with a recorded index of their own at `dims`: their new vectors are
+        flagged, and the index over every namespace leaves them out (migration 0022). Read with
+        the finished indexes, a few seconds old at most: a namespace indexed since is missed,
+        which costs its writes an extra graph insert, never a result."""
+        return frozenset(ns for ns, d in self._indexes.names if d == dims and ns != EVERY_NAMESPACE)
+
     def _usable(self, ns: str, dims: int) -> bool:
         """A calibrated index that reached the floor; one not calibrated, or grown since (its
         search then looks as wide as decision 0023's rule), within the sizes decision 0023
@@ -158,7 +187,15 @@ class IndexPlanner:
         breadth; not calibrated, or grown by `GROWTH` since (until calibrated again): the
         rule of decision 0023 (`hnsw_ef_search`, at least MIN_BREADTH, one more per
         VECTORS_PER_EF vectors), at least the breadth calibrated before."""
-        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        if through == "every":
+            # one hnsw.ef_search for the statement: the widest of the indexes it scans
+            return max(
+                [self._breadth(EVERY_NAMESPACE, dims)]
+                + [self._breadth(ns, dims) for ns in self.scans(prefix, dims)]
+            )
+        return self._breadth(prefix if through == "namespace" else EVERY_NAMESPACE, dims)
+
+    def _breadth(self, ns: str, dims: int) -> int:
         calibrated = self._indexes.breadths.get((ns, dims))
         if calibrated is not None and not self._stale(ns, dims):
             return calibrated.ef_search
@@ -166,11 +203,16 @@ class IndexPlanner:
         rule = min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
         return max(rule, calibrated.ef_search if calibrated is not None else 0)
 
-    def written(self, counts: Mapping[str, int], dims: int) -> None:
-        """Note the vectors a committed batch wrote, by namespace: a namespace without an
-        index is counted (in the background, up to the threshold) when this process has not
-        counted it yet or when what it wrote since may take it past the threshold, and built
-        when it is there; an indexed one adds to its growth since its calibration."""
+    async def written(self, counts: Mapping[str, int], dims: int) -> None:
+        """Note the vectors a committed batch wrote, by namespace. A namespace without an
+        index that this batch may have taken past the threshold (it wrote the threshold or
+        more, or this process's count plus what it wrote reaches it) is counted now, and when
+        it is there and holds at most `SYNC_BUILD_MAX` vectors its index is built before this
+        returns (seconds), so the searches that follow a bulk load, and the rest of the load,
+        go through it; a larger one is built in the background at once. A namespace this
+        process has not counted, written a little, is counted in the background (up to the
+        threshold). An indexed one adds to its growth since its calibration. Never raises: the
+        batch has committed, and a failed build is logged and left to the background."""
         for ns, count in counts.items():
             if (ns, dims) in self._indexes.names:
                 self._grown[(ns, dims)] = self._grown.get((ns, dims), 0) + count
@@ -181,7 +223,37 @@ class IndexPlanner:
                 continue
             if len(self._own) >= MAX_SIZES:
                 self._own.clear()
-            self._spawn_count(ns, dims)
+            if known is not None or count >= self.threshold:
+                await self._build_now(ns, dims)
+            else:
+                self._spawn_count(ns, dims)
+
+    async def _build_now(self, ns: str, dims: int) -> None:
+        """Count `ns` (up to one past `SYNC_BUILD_MAX`) and, at the threshold, build its index
+        now when it is that small (and no other build holds the lock), else in the
+        background; its calibration follows in the background."""
+        try:
+            async with self._pool.connection() as conn, as_owner(conn):
+                own = int(await fetch_value(
+                    conn, "store_namespace_vectors_upto",
+                    {"ns": ns, "dims": dims, "cap": max(SYNC_BUILD_MAX, self.threshold) + 1},
+                ) or 0)  # fmt: skip
+                self._own[ns] = own
+                if own < self.threshold:
+                    return
+                built = None
+                if own <= SYNC_BUILD_MAX:
+                    built = await build_store_index(
+                        conn, ns, dims, m=self._m, ef_construction=self._ef_construction,
+                        wait=False, analyze=True,
+                    )  # fmt: skip
+                if built is None:  # too large to wait for, or another build runs
+                    self._spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
+                    return
+                log.info("store.index.built_on_write", vectors=own)
+                await self.refresh(conn, force=True)  # which queues its calibration
+        except psycopg.Error:
+            log.exception("store.index.build_failed", every_namespace=False)
 
     async def _count_own(self, ns: str, dims: int) -> None:
         try:
@@ -276,6 +348,16 @@ class IndexPlanner:
         breadth = await calibrate_index(conn, ns, dims)
         await record_breadth(conn, ns, dims, breadth)
         await self.refresh(conn, force=True)
+        if ns != EVERY_NAMESPACE:
+            after = int(await fetch_value(
+                conn, "store_namespace_vectors", {"ns": ns, "dims": dims}
+            ) or 0)  # fmt: skip
+            if after > breadth.vectors * (1 + REPEAT_GROWTH):
+                # written into while it was probed (a bulk load): the graph held vectors its
+                # snapshot could not see, which crowd its scans, and the breadth came out too
+                # wide (1,000 for 42,000 vectors in one load); measured again once this ends
+                log.info("store.index.calibration_repeated", vectors=breadth.vectors, after=after)
+                self._spawn(f"calibrate:{dims}:{ns}:{after}", lambda: self._calibrate(ns, dims))
         return breadth
 
     async def build_due(self, dims: int, *, every: bool) -> list[str]:

@@ -186,7 +186,7 @@ class RecallStore(BaseStore):
                         run.append((position, put))
                         position += 1
                     if run:
-                        await run_writes(conn, run, prepared)
+                        await run_writes(conn, run, prepared, self._index, self._planner)
                         continue
                     op = ops[position]
                     assert isinstance(op, GetOp | SearchOp | ListNamespacesOp)
@@ -197,7 +197,7 @@ class RecallStore(BaseStore):
         except psycopg.Error as exc:
             raise StoreError(f"the store's batch failed: {exc}") from exc
         if self._index is not None:
-            self._planner.written(_vectors_written(prepared), self._index.dims)
+            await self._planner.written(_vectors_written(prepared), self._index.dims)
         return results
 
     async def setup(self) -> None:

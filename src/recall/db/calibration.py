@@ -54,7 +54,9 @@ class _Probe:
 
 def _near(ns: str) -> sql.Composable:
     if ns == EVERY_NAMESPACE:
-        return sql.SQL("TRUE")
+        # what the index over every namespace holds (migration 0022; one built before holds
+        # these and more)
+        return sql.SQL("NOT v.own_index")
     return sql.SQL("v.ns = {}").format(sql.Literal(ns))
 
 
@@ -130,7 +132,8 @@ async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int) -> Bre
     async with conn.transaction():
         await run(conn, "repeatable_read")
         if ns == EVERY_NAMESPACE:
-            vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
+            # what it holds: the vectors no namespace's own index took (migration 0022)
+            vectors = int(await fetch_value(conn, "store_wide_vectors", {"dims": dims}) or 0)
         else:
             vectors = int(await fetch_value(
                 conn, "store_namespace_vectors", {"ns": ns, "dims": dims}

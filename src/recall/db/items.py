@@ -8,7 +8,7 @@ whose transaction the caller holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,7 +33,7 @@ __all__ = [
     "write_items",
 ]
 
-_VECTOR_TYPES = ["text", "text", "text", "int4", "vector"]
+_VECTOR_TYPES = ["text", "text", "text", "int4", "vector", "bool"]
 _MAX_EF_SEARCH = 1000
 
 
@@ -59,7 +59,11 @@ class SearchPlan:
     relevance (`weights`: its intercept then its five weights). A semantic search may go
     `through` an HNSW index (migration 0015): the prefix's own ("namespace": the prefix is a
     namespace with an index; its children are still compared exactly) or the one over every
-    namespace ("every"), scanning `ef_search` wide; None: the exact scan.
+    namespace ("every"), scanning `ef_search` wide; None: the exact scan. Through the index
+    over every namespace, which leaves out the vectors of namespaces with an index of their own
+    (migration 0022), `scans` names the namespaces under the prefix whose own index is scanned
+    beside it; the flagged vectors of any other indexed namespace under the prefix are compared
+    exactly.
     """
 
     prefix: str
@@ -73,6 +77,7 @@ class SearchPlan:
     weights: Sequence[float] = ()
     through: Literal["namespace", "every"] | None = None
     ef_search: int = 100
+    scans: tuple[str, ...] = ()
 
     @property
     def candidates(self) -> int:
@@ -110,9 +115,16 @@ async def refresh_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, s
         )
 
 
-async def write_items(conn: AsyncConnection[Any], writes: Sequence[ItemWrite]) -> None:
+async def write_items(
+    conn: AsyncConnection[Any], writes: Sequence[ItemWrite], own: Collection[str] = ()
+) -> None:
     """Insert or replace items; each one's vectors are replaced by the ones given (none for
-    an item put with `index=False`), so no vector of an earlier version stays behind."""
+    an item put with `index=False`), so no vector of an earlier version stays behind. The
+    vectors of namespaces in `own` (those with an index of their own, as far as the caller
+    knows) are flagged so that the index over every namespace leaves them out (migration 0022);
+    a namespace wrongly left out of `own` costs an extra graph insert, never a result, but one
+    wrongly put in it would hide its vectors from searches through the index over every
+    namespace: only a recorded index may be named."""
     if not writes:
         return
     async with conn.cursor() as cur:
@@ -136,8 +148,9 @@ async def write_items(conn: AsyncConnection[Any], writes: Sequence[ItemWrite]) -
             async with cur.copy(query("store_copy_vectors")) as copy:
                 copy.set_types(_VECTOR_TYPES)
                 for w in writes:
+                    flagged = w.ns in own
                     for field, ordinal, vector in w.vectors:
-                        await copy.write_row((w.ns, w.key, field, ordinal, vector))
+                        await copy.write_row((w.ns, w.key, field, ordinal, vector, flagged))
 
 
 async def delete_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, str]]) -> None:
@@ -171,35 +184,57 @@ async def prefix_size(conn: AsyncConnection[Any], prefix: str, cap: int) -> int:
     return int(row[0]) if row else 0
 
 
+def _scan(near: sql.Composable, part: int, plan: SearchPlan, dims: int) -> sql.Composed:
+    return _composed(
+        "store_search_indexed_scan",
+        near=near,
+        part=sql.Literal(part),
+        filter=plan.filter.condition,
+        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
+        dims=sql.Literal(dims),
+    )
+
+
 async def _search_indexed(
     conn: AsyncConnection[Any], plan: SearchPlan, dims: int
 ) -> list[StoreItemRow]:
-    near, params = scope(plan.prefix, "v")
+    within, params = scope(plan.prefix, "v")
+    scans: list[sql.Composed] = []
     rest: sql.Composable = sql.SQL("FALSE")
     if plan.through == "namespace":
         # a constant: the statement is one index's, prepared once per connection
-        near = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
+        scans.append(_scan(sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix)), 0, plan, dims))
         # the children's range as constants too: a generic plan then knows it holds (next to)
         # nothing when the namespace has no children, and probes the primary key for it
         rest = sql.SQL("(v.ns >= {} AND v.ns < {})").format(
             sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi"))
         )
         params.pop("ns")
+    else:
+        # the index over every namespace holds the unflagged vectors (NOT own_index, a constant
+        # its predicate needs); each namespace with an index of its own is scanned through it
+        scans.append(_scan(sql.SQL("{} AND NOT v.own_index").format(within), 0, plan, dims))
+        for part, ns in enumerate(plan.scans, start=1):
+            scans.append(_scan(sql.SQL("v.ns = {}").format(sql.Literal(ns)), part, plan, dims))
+        rest = _composed(
+            "store_indexes_unscanned",
+            dims=sql.Literal(dims),
+            xscope=scope(plan.prefix, "x")[0],
+        )
+        params["scanned"] = list(plan.scans)
     params = {
         **params,
         **plan.filter.params,
         "query": plan.query,
-        "dims": dims,
         "candidates": plan.candidates,
         "limit": plan.limit,
         "offset": plan.offset,
     }
     statement = _composed(
         "store_search_indexed",
-        near=near,
+        scans=sql.SQL(" UNION ALL ").join(scans),
         rest=rest,
         filter=plan.filter.condition,
-        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
         dims=sql.Literal(dims),
     )
     cur = conn.cursor(row_factory=class_row(StoreItemRow))

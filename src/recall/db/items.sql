@@ -39,7 +39,9 @@ ON CONFLICT (ns, key) DO UPDATE SET
 DELETE FROM recall.store_vectors WHERE ns = %(ns)s AND key = %(key)s
 
 -- name: store_copy_vectors
-COPY recall.store_vectors (ns, key, field, ord, embedding) FROM STDIN (FORMAT BINARY)
+-- own_index (migration 0022): the namespace had an index of its own when the writer looked, so
+-- the vector goes into that index and not into the one over every namespace
+COPY recall.store_vectors (ns, key, field, ord, embedding, own_index) FROM STDIN (FORMAT BINARY)
 
 -- name: store_delete
 DELETE FROM recall.store_items WHERE ns = %(ns)s AND key = %(key)s
@@ -55,7 +57,8 @@ ORDER BY i.ns
 
 -- name: store_search_recent
 -- no query (or no index): the newest first
-SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, NULL::float8 AS score
+SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, NULL::float8 AS score,
+       i.ttl_minutes IS NOT NULL AS expires
 FROM recall.store_items AS i
 WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ORDER BY i.updated_at DESC, i.ns, i.key
@@ -73,7 +76,8 @@ WITH distances AS MATERIALIZED (
 ), scored AS (
     SELECT ns, key, 1 - min(distance) AS score FROM distances GROUP BY ns, key
 )
-SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
+SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score,
+       i.ttl_minutes IS NOT NULL AS expires
 FROM recall.store_items AS i
 LEFT JOIN scored AS s ON s.ns = i.ns AND s.key = i.key
 WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
@@ -85,7 +89,8 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- prefix that pass the filter) and hybrid (the project's fusion model over the cosine, the
 -- BM25 and both ranks, recall.search.fusion). Exact as well: every item is scored.
 WITH items AS MATERIALIZED (
-    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len
+    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len,
+           i.ttl_minutes IS NOT NULL AS expires
     FROM recall.store_items AS i
     WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ), stats AS (
@@ -123,7 +128,7 @@ WITH items AS MATERIALIZED (
 ), top AS (
     SELECT coalesce(max(bm25), 0) AS best FROM bm
 ), fused AS (
-    SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, kr.bm25,
+    SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, it.expires, kr.bm25,
            CASE WHEN vr.cosine IS NULL AND kr.bm25 IS NULL THEN NULL ELSE
                1 / (1 + exp(-(
                    %(w0)s::float8
@@ -141,57 +146,78 @@ WITH items AS MATERIALIZED (
     CROSS JOIN top
 )
 SELECT ns, key, value, created_at, updated_at,
-       CASE WHEN %(mode)s::text = 'keyword' THEN bm25 ELSE relevance END AS score
+       CASE WHEN %(mode)s::text = 'keyword' THEN bm25 ELSE relevance END AS score, expires
 FROM fused
 ORDER BY score DESC NULLS LAST, updated_at DESC, ns, key
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_indexed
--- Through an HNSW index (migration 0015; recall.db.storeindex): the nearest `candidates`
--- vectors whose items are live and pass the filter, then every candidate's exact cosine, ranked
--- as store_search_semantic ranks. {near} is the index's part of the prefix (the namespace
--- itself, or the whole prefix for the index over every namespace), {rest} what that index does
--- not hold (a namespace's children: compared exactly, all of them; FALSE otherwise), {vtype}
--- the index's vector type (vector(<dims>)), {dims} the dimension as a constant: with the
--- namespace in {near} a constant too, a generic plan still proves the partial index's
--- predicate, so the statement is prepared once per index and connection (issue 38). The caller falls back to store_search_semantic when
--- this returns less than a full page (an item counted once however many vectors it has).
+-- Through HNSW indexes (migration 0015; recall.db.storeindex): the nearest `candidates` vectors
+-- of each index scan in <scans> (store_search_indexed_scan blocks joined by UNION ALL) whose
+-- items are live and pass the filter, then every candidate's exact cosine, ranked as
+-- store_search_semantic ranks. <rest> is what no scan covers, compared exactly, all of it: a
+-- namespace's children when the scan is the namespace's own index; for the index over every
+-- namespace, which leaves out vectors flagged own_index (migration 0022), the flagged vectors of
+-- namespaces whose own index the caller did not scan; FALSE when there is nothing. <dims> is the
+-- dimension as a constant: with each scan's predicate in constants too, a generic plan still
+-- proves the partial indexes' predicates, so the statement is prepared once per set of indexes
+-- and connection (issue 38). The caller falls back to store_search_semantic when this returns
+-- less than a full page (an item counted once however many vectors it has).
 WITH near AS MATERIALIZED (
-    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
-    FROM recall.store_vectors AS v
-    JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
-    WHERE {near} AND v.dims = {dims}
-      AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
-    ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
-    LIMIT %(candidates)s
+    {scans}
 ), rest AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
     JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
-    WHERE {rest} AND v.dims = %(dims)s
+    WHERE {rest} AND v.dims = {dims}
       AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ), scored AS (
     SELECT ns, key, 1 - min(distance) AS score
-    FROM (SELECT * FROM near UNION ALL SELECT * FROM rest) AS c
+    FROM (SELECT ns, key, distance FROM near UNION ALL SELECT * FROM rest) AS c
     GROUP BY ns, key
 ), page AS (
-    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score
+    SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score,
+           i.ttl_minutes IS NOT NULL AS expires
     FROM scored AS s
     JOIN recall.store_items AS i ON i.ns = s.ns AND i.key = s.key
     ORDER BY s.score DESC, i.updated_at DESC, i.ns, i.key
     LIMIT %(limit)s OFFSET %(offset)s
 ), boundary AS (
-    -- the farthest candidate, when the scan was cut at `candidates` (else it saw everything)
-    SELECT CASE WHEN count(*) >= %(candidates)s THEN 1 - max(distance) END AS score FROM near
+    -- each scan's farthest candidate, when the scan was cut at `candidates` (else it saw
+    -- everything its index holds under the prefix)
+    SELECT max(CASE WHEN n >= %(candidates)s THEN 1 - far END) AS score
+    FROM (SELECT count(*) AS n, max(distance) AS far FROM near GROUP BY part) AS cut
 )
--- A page whose last score does not beat the farthest candidate's may hold a tie that goes on
--- past the candidates, which the index (in its own, physical order) cut: nothing is returned,
--- and the caller's exact scan breaks the tie by date, namespace and key, as always.
+-- A page whose last score does not beat a cut scan's farthest candidate may hold a tie that goes
+-- on past the candidates, which the index (in its own, physical order) cut: nothing is
+-- returned, and the caller's exact scan breaks the tie by date, namespace and key, as always.
 SELECT p.* FROM page AS p
 WHERE NOT EXISTS (
     SELECT 1 FROM boundary AS b WHERE b.score IS NOT NULL AND (SELECT min(score) FROM page) <= b.score
 )
 ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
+
+-- name: store_search_indexed_scan
+-- One index's scan in store_search_indexed: <near> is the index's predicate and the prefix
+-- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range AND NOT v.own_index
+-- for the index over every namespace), <part> the scan's number, <vtype> the index's vector
+-- type (vector(<dims>)), <dims> the dimension, both constants.
+(SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance, {part} AS part
+ FROM recall.store_vectors AS v
+ JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
+ WHERE {near} AND v.dims = {dims}
+   AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+ ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
+ LIMIT %(candidates)s)
+
+-- name: store_indexes_unscanned
+-- <rest> of a search through the index over every namespace: the flagged vectors (migration
+-- 0022) of namespaces under the prefix whose own index the caller does not scan (one it did
+-- not know of yet, or one it does not use); <xscope> is the prefix over recall.store_indexes
+v.own_index AND v.ns IN (
+    SELECT x.ns FROM recall.store_indexes AS x
+    WHERE x.dims = {dims} AND {xscope} AND x.ns <> ALL(%(scanned)s::text[])
+)
 
 -- name: store_search_knobs
 -- for the rest of the transaction: how far an HNSW scan looks, and that it goes on past that
@@ -228,6 +254,10 @@ WHERE v.dims = %(dims)s
 GROUP BY v.ns
 HAVING count(*) >= %(threshold)s
 ORDER BY count(*) DESC, v.ns
+
+-- name: store_wide_vectors
+-- what the index over every namespace holds (migration 0022): the unflagged vectors
+SELECT count(*) FROM recall.store_vectors WHERE dims = %(dims)s AND NOT own_index
 
 -- name: store_namespace_vectors
 SELECT count(*) FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s

@@ -213,7 +213,9 @@ class ReembedRow:
 @dataclass(frozen=True, slots=True)
 class StoreItemRow:
     """An item of `RecallStore` as read (`store_get`, `store_search_*`): its namespace is the
-    labels joined by '.', and `score` is None for plain reads and unscored results."""
+    labels joined by '.', and `score` is None for plain reads and unscored results. `expires`:
+    the item has a TTL, so a read with `refresh_ttl` pushes it forward (the searches say; a
+    statement that does not is taken to say yes)."""
 
     ns: str
     key: str
@@ -221,6 +223,7 @@ class StoreItemRow:
     created_at: datetime
     updated_at: datetime
     score: float | None = None
+    expires: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,12 @@ namespace for wide prefixes; which exist, which are due, and building them.
 
 A namespace's index is partial (`WHERE ns = '<namespace>' AND dims = <dims>`), so its scan
 returns that namespace's vectors only and loses nothing to a filter on other namespaces; the
-index over every namespace (`WHERE dims = <dims>`, recorded with ns '') serves prefixes that
-hold a large share of the store. Both index the expression `embedding::vector(<dims>)`
-(HNSW needs a fixed dimension; the column holds any). Builds share the advisory lock of the
-per-user builds (`recall.db.hnswbuild`): two CREATE INDEX CONCURRENTLY on one table deadlock.
+index over every namespace (`WHERE dims = <dims> AND NOT own_index`, recorded with ns '';
+migration 0022: it leaves out the vectors written into namespaces with an index of their own)
+serves prefixes that hold a large share of the store. Both index the expression
+`embedding::vector(<dims>)` (HNSW needs a fixed dimension; the column holds any). Builds share
+the advisory lock of the per-user builds (`recall.db.hnswbuild`): two CREATE INDEX CONCURRENTLY
+on one table deadlock.
 """
 
 from __future__ import annotations
@@ -97,6 +99,9 @@ def _create(name: str, ns: str, dims: int, m: int, ef_construction: int) -> sql.
     where = sql.SQL("dims = {}").format(sql.Literal(dims))
     if ns != EVERY_NAMESPACE:
         where = sql.SQL("ns = {} AND ").format(sql.Literal(ns)) + where
+    else:
+        # the vectors of namespaces with an index of their own stay out (migration 0022)
+        where = where + sql.SQL(" AND NOT own_index")
     return sql.SQL(
         "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON recall.store_vectors "
         "USING hnsw ((embedding::{}) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "

@@ -1,0 +1,23 @@
+-- RecallStore's index over every namespace leaves out the vectors of namespaces with an index of
+-- their own (issue 38, decision 0032). A write into a namespace of 50,000 items made two HNSW
+-- graph inserts, one into the namespace's index and one into the index over every namespace,
+-- and the second was most of a put's cost beyond the peer's (docs/benchmarks.md
+-- "basestore-real"). A partial index cannot name another table's rows, so each vector carries
+-- a flag: `own_index` is set by the writer when the vector's namespace had an index of its own,
+-- recorded in recall.store_indexes, at the time of the write (recall.db.items.write_items). The
+-- index over every namespace is built `WHERE dims = <dims> AND NOT own_index`, so a vector
+-- with the flag lands in its namespace's index only.
+--
+-- Searches stay complete: every vector under a prefix either has the flag false (it is in the
+-- index over every namespace, if one was built since 0022, or in the one built before, which
+-- holds every vector) or true (its namespace has an index, which holds it); a search of the
+-- prefix through the index over every namespace also scans the own index of each namespace
+-- under it, and compares exactly the flagged vectors of any namespace whose index the process
+-- did not yet know of. Vectors written before this migration, or by a process that had not yet
+-- read the namespace's index, keep the flag false and sit in both indexes (a search counts an
+-- item once). A namespace's index is never dropped while flagged vectors need it (an index
+-- stays when its namespace shrinks or empties, decision 0023).
+--
+-- The column is added with a constant default (no table rewrite). RecallStore's tables stay on
+-- the coordinator on Citus (migration 0013), so recall.distribute() is unchanged.
+ALTER TABLE recall.store_vectors ADD COLUMN own_index boolean NOT NULL DEFAULT false;
