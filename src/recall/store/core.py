@@ -21,7 +21,7 @@ from recall.db.pool import Database
 from recall.db.replica import wal_replayed, wal_written
 from recall.db.rls import as_owner, scope
 from recall.embeddings import Embedder
-from recall.errors import InvalidInputError, StoreError
+from recall.errors import StoreError
 from recall.memory import Turn, make_turn, stored_length
 from recall.search.fusion import FusionModel, default_fusion
 from recall.search.second_stage import SecondStage, second_stage_for
@@ -76,23 +76,6 @@ class StoreCore:
         # (decision 0021); an entry goes once seen replayed, or after an hour.
         self.fences: TTLCache[str, int] = TTLCache(maxsize=100000, ttl=3600)
         self.closed = False
-
-    @asynccontextmanager
-    async def connection(
-        self, user_id: str | None = None, *, all_users: bool = False, read: bool = False
-    ) -> AsyncIterator[AsyncConnection[Any]]:
-        """A pooled connection in a transaction scoped, for row-level security, to one user
-        (or with `all_users`, to everyone: for ingestion, statistics and maintenance).
-
-        An escape hatch for applications and scripts; the store's own methods do not use it.
-
-        Raises:
-            StoreError: the database failed.
-        """
-        if user_id is None and not all_users:
-            raise InvalidInputError("connection() needs a user_id or all_users=True")
-        async with self.conn("connection", user=user_id, all_users=all_users, read=read) as conn:
-            yield conn
 
     async def close_pools(self) -> None:
         """Close the pools (the store marks itself `closed` and stops its builds first)."""

@@ -26,6 +26,7 @@ from recall.config import RetrievalMode, Settings
 from recall.db.pool import Database
 from recall.db.rows import ChunkStored, ConversationSummary, PendingConversation, PendingTurn
 from recall.embeddings import Embedder, Vector
+from recall.errors import InvalidInputError
 from recall.memory import Memory, Turn
 from recall.outbox import Outbox
 from recall.search.candidates import CandidateRow, TermRow
@@ -183,10 +184,13 @@ class MemoryStore:
         An escape hatch for applications and scripts; the store's own methods do not use it.
 
         Raises:
+            InvalidInputError: neither a `user_id` nor `all_users`.
             StoreError: the database failed.
         """
-        async with self.core.connection(user_id, all_users=all_users, read=read) as conn:
-            yield conn
+        if user_id is None and not all_users:
+            raise InvalidInputError("connection() needs a user_id or all_users=True")
+        async with self.core.conn("connection", user=user_id, all_users=all_users, read=read) as c:
+            yield c
 
     async def warm_up(self) -> None:
         """Load the embedding model now, so the first user does not wait for it."""
