@@ -79,7 +79,7 @@ async def main() -> None:
         prepared = []
         for user, text, vector in asked:
             keywords = keywords_from_text(text)
-            terms = await store._terms(user, keywords, None)
+            terms = await store._candidates.terms_of(user, keywords, None)
             ids = _best_by_bm25(terms, k)
             rows, near = await store.candidates(user, text, vector, k, vectors=fetch_vectors)
             prepared.append((user, text, vector, keywords, ids, rows, near))
@@ -112,7 +112,7 @@ async def main() -> None:
             async def embed_beside() -> Any:
                 return await asyncio.gather(
                     store.embedder.embed_query(f"{text} ({n})"),
-                    store._terms(user, keywords, None),
+                    store._candidates.terms_of(user, keywords, None),
                 )
 
             out: dict[str, Call] = {
@@ -120,8 +120,10 @@ async def main() -> None:
                     user, f"{text} [s{n}]", mode="semantic"
                 ),
                 "default, end to end": lambda: store.search(user, f"{text} [d{n}]"),
-                "keyword call, rows decoded": lambda: store._terms(user, keywords, None),
-                "vector call, rows decoded": lambda: store._details(
+                "keyword call, rows decoded": lambda: store._candidates.terms_of(
+                    user, keywords, None
+                ),
+                "vector call, rows decoded": lambda: store._candidates.details_of(
                     user, vector, k + ECHO_SLACK, ids, fetch_vectors
                 ),
                 "second stage in Python": stage_python,

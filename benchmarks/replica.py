@@ -99,8 +99,8 @@ async def costs(replica: MemoryStore, alone: MemoryStore, writes: int) -> list[l
         # a search right after the user's write: the standby's replay position is checked
         await replica.add_turn(user, f"{TEXT} {{{n}}}", "Lovely!")
         after_write.append(await timed_ms(replica.search(user, "my dog by the river")))
-        on_primary += user in replica._fences  # still fenced: the standby was behind
-        replica._fences.pop(user, None)
+        on_primary += user in replica.core.fences  # still fenced: the standby was behind
+        replica.core.fences.pop(user, None)
         plain.append(await timed_ms(replica.search(user, "my dog by the river")))
 
     def row(name: str, values: list[float], where: str) -> list[object]:

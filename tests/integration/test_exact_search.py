@@ -158,7 +158,7 @@ async def test_a_large_user_is_exact_before_and_uses_its_own_hnsw_index_after(
     # this check and the search's own reading of the cached plan), and the first always is.
     exact_checked = 0
     for q in queries[:20]:
-        in_use = store._plans.get(BIG_USER)
+        in_use = store.core.plans.get(BIG_USER)
         if in_use is not None and in_use.hnsw_index is not None:
             break
         hits = await store.search(

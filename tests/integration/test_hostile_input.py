@@ -225,7 +225,7 @@ async def test_hostile_user_ids_with_their_own_hnsw_index(databases: Databases) 
             hits = await s.search(uid, f"note 7 of {uid}", similarity_threshold=0.0)
             assert len(hits) == 3, name
             assert all(h.user_message.endswith(f" of {uid}") for h in hits), name
-            assert s._plans[uid][1] is not None, name  # it went through its own index
+            assert s.core.plans[uid][1] is not None, name  # it went through its own index
         async with s.connection(all_users=True) as conn:
             cur = await conn.execute(b"SELECT count(*) FROM recall.memories")
             assert await cur.fetchone() == ((len(HOSTILE_IDS) + 1) * 40,)

@@ -201,9 +201,9 @@ async def test_a_repeat_is_found_for_a_user_with_an_index_of_their_own(
             await small.add_turn(user, f"unrelated fact number {n} about pears", "ok")
         await small.search(user, "pears", similarity_threshold=0.0)  # schedules the build
         await small.wait_for_index_builds()
-        small._plans.pop(user, None)
+        small.core.plans.pop(user, None)
         await small.search(user, "pears", similarity_threshold=0.0)  # reads the plan again
-        assert small._plans[user].hnsw_index is not None
+        assert small.core.plans[user].hnsw_index is not None
         first = await small.add_turn(user, FACT, "Noted.", conversation_id="a")
         again = await small.add_turn(user, FACT, "Noted.", conversation_id="b")
         assert again.id == first.id
@@ -218,13 +218,13 @@ async def test_a_turn_with_no_near_memory_is_stored_in_one_call(
     """Issue 37: the repeat lookup rides on the insert's call (recall.add_turn)."""
     await store.add_turn(user, "I live in Portland.", "Noted.")
     calls: list[str] = []
-    original = store._conn
+    original = store.core.conn
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(args[0])
         return original(*args, **kwargs)
 
-    store._conn = counting  # type: ignore[method-assign]
+    store.core.conn = counting  # type: ignore[method-assign]
     try:
         fact = await store.add_turn(user, FACT, "Noted.")
         assert calls == ["add_turn"]
@@ -232,5 +232,5 @@ async def test_a_turn_with_no_near_memory_is_stored_in_one_call(
         assert (await store.add_turn(user, FACT, "Noted.")).id == fact.id  # a retry: one call
         assert calls == ["add_turn"]
     finally:
-        del store._conn
+        del store.core.conn
     assert len(await store.recent(user, 5)) == 2

@@ -144,7 +144,7 @@ async def test_while_the_standby_lags_another_process_sees_the_old_state_then_co
     with capture_logs() as events:
         assert await writer.search(user, "cat Tom") == []
     assert "store.replica.behind" not in {e["event"] for e in events}
-    assert user not in writer._fences
+    assert user not in writer.core.fences
 
 
 async def test_a_write_is_read_back_at_once_by_its_writer(
@@ -156,7 +156,7 @@ async def test_a_write_is_read_back_at_once_by_its_writer(
         assert len(await writer.recent(user, n=50)) == n + 1
     await pair.wait_replayed()
     assert len(await writer.recent(user, n=50)) == 20
-    assert user not in writer._fences
+    assert user not in writer.core.fences
 
 
 async def test_searches_still_answer_with_the_primary_stopped(

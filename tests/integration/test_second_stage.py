@@ -170,7 +170,7 @@ async def both_ways(
         async def three_calls(*_args: object) -> None:
             return None
 
-        patched.setattr(store, "_scoped", three_calls)
+        patched.setattr(store._candidates, "_scoped", three_calls)
         old_rows, old_near = await store.candidates(user, text, vector, k)
     return rows, near, old_rows, old_near
 
@@ -215,9 +215,11 @@ async def test_unanswered_questions_among_the_nearest_leave_room_for_answers(
     )  # fmt: skip
     await fake_store.search(user, "subject 7")
     vector = await fake_store.embedder.embed_query("what is subject 7?")
-    plan = await fake_store._plan_of(user)
+    plan = await fake_store._candidates.plan_of(user)
     keywords = keywords_from_text("what is subject 7?")
-    assert await fake_store._scoped(user, vector, plan, keywords, 5) is None  # asks again
+    assert (
+        await fake_store._candidates._scoped(user, vector, plan, keywords, 5) is None
+    )  # asks again
     rows, near, old_rows, old_near = await both_ways(
         fake_store, user, "what is subject 7?", 5, monkeypatch
     )

@@ -132,9 +132,9 @@ async def test_the_one_call_search_matches_the_scoped_one_and_keeps_the_callers_
 ) -> None:
     other = "someone-else"
     vector = np.linspace(-1.0, 1.0, 32, dtype=np.float32)
-    plan_store._plans.clear()
+    plan_store.core.plans.clear()
     first = await plan_store.search(other, "q", similarity_threshold=0.0, query_vector=vector)
-    assert other in plan_store._plans  # the next search takes the one-call path
+    assert other in plan_store.core.plans  # the next search takes the one-call path
     again = await plan_store.search(other, "q", similarity_threshold=0.0, query_vector=vector)
     assert [m.id for m in again] == [m.id for m in first] and len(first) == 3
     kw = keywords_from_text("apples")

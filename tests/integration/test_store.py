@@ -216,7 +216,7 @@ async def test_a_failed_batch_written_beside_another_leaves_whole_batches(
     turns = [
         {"user_id": user, "user_message": f"turn {i}", "ai_response": "ok"} for i in range(500)
     ]
-    write = store._write_batch
+    write = store._bulk._write_batch
 
     async def failing(
         batch: list,  # type: ignore[type-arg]
@@ -229,7 +229,7 @@ async def test_a_failed_batch_written_beside_another_leaves_whole_batches(
             raise StoreError("add_turns failed: injected")
         return await write(batch, vectors, ids, clock, first)
 
-    monkeypatch.setattr(store, "_write_batch", failing)
+    monkeypatch.setattr(store._bulk, "_write_batch", failing)
     reported: list[int] = []
     with pytest.raises(StoreError, match="injected"):
         await store.add_turns(turns, batch_size=100, writers=2, on_batch=reported.append)
@@ -350,17 +350,17 @@ async def test_a_write_keeps_the_users_plan_until_the_index_threshold(
 ) -> None:
     await store.add_turn(user, "first fact about pears", "ok")
     await store.search(user, "pears", similarity_threshold=0.0)
-    assert store._plans[user] == (1, None)
+    assert store.core.plans[user] == (1, None)
     await store.add_turn(user, "second fact about pears", "ok")
     await store.add_turn(user, "second fact about pears", "ok")  # a duplicate adds nothing
-    assert store._plans[user] == (2, None)  # the next search is still one call
+    assert store.core.plans[user] == (2, None)  # the next search is still one call
     assert len(await store.search(user, "pears", similarity_threshold=0.0)) == 2
     async with MemoryStore.connect(
         store.settings.replace(user_index_threshold=3), embeddings=store.embedder.embeddings
     ) as small:
         await small.search(user, "pears", similarity_threshold=0.0)
-        assert small._plans[user] == (2, None)
+        assert small.core.plans[user] == (2, None)
         await small.add_turns(
             [{"user_id": user, "user_message": "third fact about pears", "ai_response": "ok"}]
         )
-        assert user not in small._plans  # over the threshold: re-read, and the build scheduled
+        assert user not in small.core.plans  # over the threshold: re-read, and the build scheduled

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +118,33 @@ def _report_bad(path: Path, bad: list[tuple[int, str]]) -> None:
         typer.echo(f"... and {plural(len(bad) - SHOWN_BAD_LINES, 'more bad line')}", err=True)
 
 
+async def _add_with_bars(
+    store: MemoryStore, turns: Iterable[dict[str, Any]], total: int, batch_size: int, writers: int
+) -> ImportProgress:
+    """`store.add_turns(turns)` with two progress bars (embedded, stored) on the terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    done = ImportProgress()
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=not sys.stderr.isatty(),
+    ) as bar:
+        embedded = bar.add_task("embedded", total=total)
+        stored = bar.add_task("stored", total=total)
+
+        def moved(now: ImportProgress) -> None:
+            bar.update(embedded, completed=now.prepared)
+            bar.update(stored, completed=now.written)
+
+        await store.add_turns(
+            turns, batch_size=batch_size, writers=writers, progress=done, on_progress=moved
+        )
+    return done
+
+
 @app.command("import")
 def import_(
     ctx: typer.Context,
@@ -133,8 +160,6 @@ def import_(
     """Import turns from a JSON lines file (user_id, user_message, ai_response,
     conversation_id, created_at, metadata, and optionally kind and id per line: the format
     `recall export` writes). Re-running it stores nothing twice."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     settings = settings_of(ctx)
     found = scan_jsonl(file, settings)
     if found.bad:
@@ -147,28 +172,8 @@ def import_(
     skipped = {number for number, _ in found.bad}
 
     async def work(store: MemoryStore) -> tuple[ImportProgress, list[str]]:
-        done = ImportProgress()
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            transient=not sys.stderr.isatty(),
-        ) as bar:
-            embedded = bar.add_task("embedded", total=found.good)
-            stored = bar.add_task("stored", total=found.good)
-
-            def moved(now: ImportProgress) -> None:
-                bar.update(embedded, completed=now.prepared)
-                bar.update(stored, completed=now.written)
-
-            await store.add_turns(
-                _good_turns(file, skipped),
-                batch_size=batch_size,
-                writers=writers,
-                progress=done,
-                on_progress=moved,
-            )
+        turns = _good_turns(file, skipped)
+        done = await _add_with_bars(store, turns, found.good, batch_size, writers)
         return done, await store.optimize()
 
     done, indexed = with_store(settings, work, create=True)

@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 
 from recall.messages import message_text, thread_id, user_id_from_config
 from recall.nodes.text import memory_text
-from recall.store import MemoryStore
+from recall.store.memory_store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
 __all__ = ["create_chat_summary_node", "create_recent_memories_node"]

@@ -10,7 +10,7 @@ from langchain_core.runnables import RunnableConfig
 
 from recall.messages import thread_id, user_id_from_config
 from recall.nodes.text import memory_text
-from recall.store import MemoryStore
+from recall.store.memory_store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
 __all__ = [

@@ -25,7 +25,7 @@ from recall.messages import (
 )
 from recall.metrics import METRICS, Outcome, RetrievalMetrics, outcome_of
 from recall.search.rerank import Reranker, rerank_memories
-from recall.store import MemoryStore
+from recall.store.memory_store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
 __all__ = [

@@ -28,7 +28,7 @@ from recall.nodes.retrieve import Node
 from recall.nodes.turn_writer import TurnWriter
 from recall.outbox import Outbox
 from recall.search.provenance import provenance_of
-from recall.store import MemoryStore
+from recall.store.memory_store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
 __all__ = [

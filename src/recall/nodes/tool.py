@@ -11,7 +11,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from recall.config import RetrievalMode
 from recall.messages import user_id_from_config
 from recall.nodes.text import format_memory
-from recall.store import MemoryStore
+from recall.store.memory_store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 
 __all__ = ["create_memory_search_tool"]

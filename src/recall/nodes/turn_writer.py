@@ -22,7 +22,7 @@ from recall.memory import Turn, make_turn
 from recall.metrics import outcome_of
 from recall.outbox import Outbox
 from recall.search.provenance import Provenance, with_provenance
-from recall.store import MemoryStore
+from recall.store.memory_store import MemoryStore
 from recall.store.shared import StoreProvider
 
 __all__ = ["TurnWriter", "WriteOutcome"]
@@ -169,7 +169,7 @@ class TurnWriter:
         self, queue_id: int, turn: dict[str, Any], checked: Checked | None = None
     ) -> bool:
         try:
-            store = await self._store()
+            store: MemoryStore = await self._store()  # its type named: calls read on to its methods
             if checked is not None and store is checked[0]:
                 await store.add_checked_turn(checked[1])
             else:

@@ -15,8 +15,8 @@ from recall.db.bulk import copy_turns, import_clock
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError, StoreError
 from recall.memory import Turn
-from recall.store.base import StoreBase
 from recall.store.checks import imported_id
+from recall.store.core import StoreCore
 
 __all__ = ["Bulk", "ImportProgress"]
 
@@ -84,8 +84,15 @@ class _InFlight:
             raise
 
 
-class Bulk(StoreBase):
-    """`MemoryStore.add_turns`."""
+class Bulk:
+    """`MemoryStore.add_turns`.
+
+    Args:
+        core: the state the store's parts share.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
 
     # over 60 lines by its docstring alone (the import's contract: batches, order, failures);
     # the work is `_InFlight`, `_prepare_batch` and `_write_batch`
@@ -135,7 +142,7 @@ class Bulk(StoreBase):
             raise InvalidInputError(
                 f"batch_size and writers must be >= 1, not {batch_size} and {writers}"
             )
-        writers = min(writers, self.pool.max_size)  # more would only queue for a connection
+        writers = min(writers, self.core.pool.max_size)  # more would only queue for a connection
         batches = _InFlight(progress if progress is not None else ImportProgress(), on_batch,
                             on_progress)  # fmt: skip
         clock = None
@@ -157,7 +164,7 @@ class Bulk(StoreBase):
         return batches.ids
 
     async def _import_clock(self) -> datetime:
-        async with self._conn("add_turns") as conn:
+        async with self.core.conn("add_turns") as conn:
             clock = await import_clock(conn)
         if clock is None:
             raise StoreError("add_turns: the server returned no time")
@@ -173,7 +180,7 @@ class Bulk(StoreBase):
             turns, vectors, ids = self._check_batch(items, offset)
         missing = [i for i, v in enumerate(vectors) if v is None]
         if missing:
-            computed = await self.embedder.embed_documents([turns[i].text for i in missing])
+            computed = await self.core.embedder.embed_documents([turns[i].text for i in missing])
             for i, vec in zip(missing, computed, strict=True):
                 vectors[i] = vec
         return turns, [v for v in vectors if v is not None], ids
@@ -191,7 +198,7 @@ class Bulk(StoreBase):
             try:
                 given_id = imported_id(item.get("id"))
                 turns.append(
-                    self._turn(
+                    self.core.turn(
                         **{k: item.get(k) for k in known},
                         metadata=item.get("metadata"),
                         kind=item.get("kind") or "turn",
@@ -202,7 +209,7 @@ class Bulk(StoreBase):
             except InvalidInputError as exc:
                 raise InvalidInputError(f"turn #{pos}: {exc}") from exc
             given = item.get("embedding")
-            vectors.append(None if given is None else self.embedder.check_vector(given))
+            vectors.append(None if given is None else self.core.embedder.check_vector(given))
         return turns, vectors, ids
 
     async def _write_batch(
@@ -214,10 +221,10 @@ class Bulk(StoreBase):
         first: int,
     ) -> tuple[list[str], int]:
         users = {t.user_id for t in turns}
-        async with self._conn("add_turns", all_users=True, fence=users) as conn:
+        async with self.core.conn("add_turns", all_users=True, fence=users) as conn:
             ids, new = await copy_turns(
-                conn, turns, vectors, self.embedder.name, clock=clock, first=first, ids=given
+                conn, turns, vectors, self.core.embedder.name, clock=clock, first=first, ids=given
             )
         for user_id, count in Counter(t.user_id for t in turns).items():
-            self._note_added(user_id, count)
+            self.core.note_added(user_id, count)
         return ids, new

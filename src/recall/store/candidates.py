@@ -1,6 +1,7 @@
 """The rows a search starts from: each user's plan (exact, or their own HNSW index; cached per
 user), the vector side, the keyword side (BM25), and the second stage's candidates, which
-`benchmarks/fit_second_stage.py` fits on (`Candidates.candidates`)."""
+`benchmarks/fit_second_stage.py` fits on (`Candidates.for_query`). A part of `MemoryStore`
+over its `StoreCore`; a plan may schedule an index build (`Maintenance`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from recall.memory import MemoryRow
 from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
 from recall.search.echo import is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text
-from recall.store.base import Plan
+from recall.store.core import Plan, StoreCore
 from recall.store.maintenance import Maintenance
 
 __all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Candidates", "answered"]
@@ -64,11 +65,21 @@ def _pick(
     return [d for d in answered if d.id in wanted]
 
 
-class Candidates(Maintenance):
-    """The plan per user and the candidate rows of each mode (a plan may schedule an index
-    build, hence `Maintenance` below it)."""
+class Candidates:
+    """The plan per user and the candidate rows of each mode: the second stage's
+    (`for_query`), the vector side (`vector_search`), the keyword side by BM25 (`bm25_rows`,
+    `terms_of`) and the candidates' details (`details_of`).
 
-    async def candidates(
+    Args:
+        core: the state the store's parts share.
+        maintenance: schedules a user's index build when a plan finds them over the threshold.
+    """
+
+    def __init__(self, core: StoreCore, maintenance: Maintenance) -> None:
+        self.core = core
+        self.maintenance = maintenance
+
+    async def for_query(
         self,
         user_id: str,
         query_text: str,
@@ -92,7 +103,7 @@ class Candidates(Maintenance):
         Raises:
             StoreError.
         """
-        plan = await self._plan_of(user_id)
+        plan = await self.plan_of(user_id)
         keywords = keywords_from_text(query_text)
         scoped = None
         if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
@@ -101,19 +112,19 @@ class Candidates(Maintenance):
             terms, details, near = scoped
             unanswered = _unanswered_ids(details)
         elif plan.memories > SCOPE_FROM:  # the same in three calls
-            nearest = await self._vector_search(user_id, query_vector, SCOPE, 2.0)
-            terms = await self._terms(user_id, keywords, [r.id for r in nearest])
+            nearest = await self.vector_search(user_id, query_vector, SCOPE, 2.0)
+            terms = await self.terms_of(user_id, keywords, [r.id for r in nearest])
             # the first k answered ones (judged until k are found, not all SCOPE of them)
             answered = (r.id for r in nearest if not is_unanswered(r.user_message, r.ai_response))
             near = list(islice(answered, k))
-            details = await self._details(
+            details = await self.details_of(
                 user_id, query_vector, 0, near + _best_by_bm25(terms, k), vectors
             )
             unanswered = _unanswered_ids(details)
         else:
             if terms is None:
-                terms = await self._terms(user_id, keywords, None)
-            details = await self._details(
+                terms = await self.terms_of(user_id, keywords, None)
+            details = await self.details_of(
                 user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k), vectors
             )
             unanswered = _unanswered_ids(details)
@@ -139,14 +150,14 @@ class Candidates(Maintenance):
         among them are judged here. None when fewer than `k` of those are answered and the
         scope holds more: then the three calls of before find the rest."""
         fetch = k + ECHO_SLACK
-        async with self._conn("search", read=True, reader=user_id) as conn:
+        async with self.core.conn("search", read=True, reader=user_id) as conn:
             rows = await scoped_rows(
                 conn,
                 user_id=user_id,
                 vector=vector,
                 scope=SCOPE,
                 index=plan.hnsw_index,
-                ef_search=self.settings.hnsw_ef_search,
+                ef_search=self.core.settings.hnsw_ef_search,
                 keywords=keywords,
                 near=fetch,
                 best=fetch,
@@ -161,52 +172,59 @@ class Candidates(Maintenance):
             return None
         return terms, details, answered[:k]
 
-    async def _plan_of(self, user_id: str) -> Plan:
-        cached = self._plans.get(user_id)
+    async def plan_of(self, user_id: str) -> Plan:
+        """The user's plan: cached, else read (and their index build scheduled if due)."""
+        cached = self.core.plans.get(user_id)
         if cached is not None:
             return cached
-        async with self._conn("search", read=True, user=user_id) as conn:
+        async with self.core.conn("search", read=True, user=user_id) as conn:
             return await self._plan(conn, user_id)
 
-    async def _terms(
+    async def terms_of(
         self, user_id: str, keywords: KeywordQuery, scope: list[UUID] | None
     ) -> list[TermRow]:
+        """The keyword side (`recall.search_terms`): every memory of the user (of `scope`
+        when given) holding one of `keywords`, with the terms' statistics."""
         # recall.search_terms sets the row-level security key itself: no transaction
-        async with self._conn("search", read=True, reader=user_id) as conn:
+        async with self.core.conn("search", read=True, reader=user_id) as conn:
             return await term_rows(conn, user_id=user_id, keywords=keywords, scope=scope)
 
-    async def _details(
+    async def details_of(
         self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool
     ) -> list[DetailRow]:
-        async with self._conn("search", read=True, reader=user_id) as conn:
+        """The user's `limit` nearest memories and those of `ids`, with the details the
+        second stage reads (`recall.search_details`)."""
+        async with self.core.conn("search", read=True, reader=user_id) as conn:
             return await detail_rows(
                 conn, user_id=user_id, vector=vector, limit=limit, ids=ids, vectors=vectors
             )
 
     async def _plan(self, conn: AsyncConnection[Any], user_id: str) -> Plan:
-        cached = self._plans.get(user_id)
+        cached = self.core.plans.get(user_id)
         if cached is not None:
             return cached
         row = await user_plan(conn, user_id)
         plan = Plan(0, None) if row is None else Plan(int(row.memory_count), row.hnsw_index)
-        self._plans[user_id] = plan
-        if plan.hnsw_index is None and plan.memories >= self.settings.user_index_threshold:
-            self._schedule_index(user_id)
+        self.core.plans[user_id] = plan
+        if plan.hnsw_index is None and plan.memories >= self.core.settings.user_index_threshold:
+            self.maintenance.schedule_index(user_id)
         return plan
 
-    async def _vector_search(
+    async def vector_search(
         self, uid: str, vector: Vector, limit: int, max_distance: float
     ) -> list[MemoryRow]:
-        plan = self._plans.get(uid)
+        """The user's `limit` nearest memories within `max_distance` (cosine distance),
+        through their plan: exact, or their own HNSW index."""
+        plan = self.core.plans.get(uid)
         if plan is not None:
             # A user whose plan is known: recall.search_exact and recall.search_indexed set
             # the row-level security key themselves (migrations 0005, 0010), so no
             # transaction: one round trip.
-            async with self._conn("search", read=True, reader=uid) as conn:
+            async with self.core.conn("search", read=True, reader=uid) as conn:
                 return await self._vector_rows(
                     conn, uid, vector, limit, max_distance, plan.hnsw_index
                 )
-        async with self._conn("search", read=True, user=uid) as conn:
+        async with self.core.conn("search", read=True, user=uid) as conn:
             plan = await self._plan(conn, uid)
             return await self._vector_rows(conn, uid, vector, limit, max_distance, plan.hnsw_index)
 
@@ -226,14 +244,15 @@ class Candidates(Maintenance):
             limit=limit,
             max_distance=max_distance,
             index=index,
-            ef_search=self.settings.hnsw_ef_search,
+            ef_search=self.core.settings.hnsw_ef_search,
         )
 
-    async def _keyword_rows(
-        self, uid: str, text: str, vector: Vector, limit: int
-    ) -> list[MemoryRow]:
+    async def bm25_rows(self, uid: str, text: str, vector: Vector, limit: int) -> list[MemoryRow]:
+        """The user's best `limit` memories by BM25 for the words of `text`, each with its
+        cosine to `vector` (`recall.search_keyword`)."""
+        keywords = keywords_from_text(text)
         # recall.search_keyword sets the row-level security key itself: no transaction
-        async with self._conn("search", read=True, reader=uid) as conn:
+        async with self.core.conn("search", read=True, reader=uid) as conn:
             return await keyword_rows(
-                conn, user_id=uid, keywords=keywords_from_text(text), vector=vector, limit=limit
+                conn, user_id=uid, keywords=keywords, vector=vector, limit=limit
             )

@@ -14,8 +14,8 @@ from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import KINDS, Memory, Turn, clean_id
 from recall.search.ranking import row_memory
-from recall.store.base import StoreBase
 from recall.store.checks import check_limit, check_threshold
+from recall.store.core import StoreCore
 
 __all__ = ["Conversations"]
 
@@ -27,9 +27,16 @@ def _ids(user_id: object, conversation_id: object) -> tuple[str, str]:
     return uid, cid
 
 
-class Conversations(StoreBase):
+class Conversations:
     """`MemoryStore.conversation_recent`, `pending_turns`, `store_chunk`, `chat_summary`,
-    `set_chat_summary` and `pending_conversations`."""
+    `set_chat_summary` and `pending_conversations`.
+
+    Args:
+        core: the state the store's parts share.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
 
     async def conversation_recent(
         self,
@@ -49,7 +56,7 @@ class Conversations(StoreBase):
         n = check_limit(n, "n")
         if isinstance(kinds, str) or not all(kind in KINDS for kind in kinds):
             raise InvalidInputError(f"kinds must be a sequence of {', '.join(KINDS)}")
-        async with self._conn("conversation_recent", read=True, user=uid) as conn:
+        async with self.core.conn("conversation_recent", read=True, user=uid) as conn:
             for kind in kinds:
                 rows = await recent_rows(conn, uid, cid, kind, n)
                 if rows:
@@ -67,7 +74,7 @@ class Conversations(StoreBase):
         """
         uid, cid = _ids(user_id, conversation_id)
         limit = check_limit(limit)
-        async with self._conn("pending_turns", user=uid) as conn:
+        async with self.core.conn("pending_turns", user=uid) as conn:
             return await db.pending_turns(conn, uid, cid, limit)
 
     async def store_chunk(
@@ -90,7 +97,7 @@ class Conversations(StoreBase):
             user_id, conversation_id: whose conversation.
             memories: `recall.memory.make_turn(..., kind="summary")` of this user and
                 conversation, one per memory (none: only the tracker moves).
-            vectors: each memory's embedding, by `self.embedder`.
+            vectors: each memory's embedding, by the store's embedder.
             through: the chunk's last turn (from `pending_turns`).
             dedup_threshold: 0 to 1.
 
@@ -106,19 +113,19 @@ class Conversations(StoreBase):
         for memory in memories:
             if (memory.kind, memory.user_id, memory.conversation_id) != ("summary", uid, cid):
                 raise InvalidInputError("store_chunk stores summaries of this conversation only")
-        checked = [self.embedder.check_vector(v) for v in vectors]
-        async with self._conn("store_chunk", user=uid, fence=(uid,)) as conn:
+        checked = [self.core.embedder.check_vector(v) for v in vectors]
+        async with self.core.conn("store_chunk", user=uid, fence=(uid,)) as conn:
             stored = await db.store_chunk(
                 conn,
                 uid,
                 cid,
                 memories,
                 checked,
-                model_name=self.embedder.name,
+                model_name=self.core.embedder.name,
                 dedup_distance=1.0 - threshold,
                 through=through,
             )
-        self._note_added(uid, stored.created)
+        self.core.note_added(uid, stored.created)
         return stored
 
     async def chat_summary(
@@ -134,7 +141,7 @@ class Conversations(StoreBase):
             InvalidInputError, StoreError.
         """
         uid, cid = _ids(user_id, conversation_id)
-        async with self._conn("chat_summary", read=read, user=uid) as conn:
+        async with self.core.conn("chat_summary", read=read, user=uid) as conn:
             row = await db.chat_summary(conn, uid, cid)
         return None if row is None else row.summary
 
@@ -149,7 +156,7 @@ class Conversations(StoreBase):
         uid, cid = _ids(user_id, conversation_id)
         if not isinstance(summary, str):
             raise InvalidInputError(f"summary must be a string, not {type(summary).__name__}")
-        async with self._conn("set_chat_summary", user=uid, fence=(uid,)) as conn:
+        async with self.core.conn("set_chat_summary", user=uid, fence=(uid,)) as conn:
             await db.set_chat_summary(conn, uid, cid, summary, last_memory_id)
 
     async def pending_conversations(
@@ -167,5 +174,5 @@ class Conversations(StoreBase):
         """
         uid = clean_id(user_id, "user_id", required=False)
         cid = clean_id(conversation_id, "conversation_id", required=False)
-        async with self._conn("pending_conversations", all_users=True) as conn:
+        async with self.core.conn("pending_conversations", all_users=True) as conn:
             return await db.pending_conversations(conn, uid, cid)

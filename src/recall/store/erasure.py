@@ -6,7 +6,6 @@ Every removal is logged with its count: `memory.forget.done` (scope `memory`, `b
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,8 +25,9 @@ from recall.db.userindex import drop_user_index, index_name
 from recall.errors import InvalidInputError
 from recall.memory import clean_id
 from recall.outbox import Outbox
-from recall.store.base import StoreBase
 from recall.store.checks import memory_key
+from recall.store.core import StoreCore
+from recall.store.maintenance import Maintenance
 
 __all__ = ["Erasure", "Retention", "retention_limits"]
 
@@ -75,8 +75,17 @@ def retention_limits(
     )
 
 
-class Erasure(StoreBase):
-    """`MemoryStore.delete`, `forget_before`, `forget_user` and `apply_retention`."""
+class Erasure:
+    """`MemoryStore.delete`, `forget_before`, `forget_user` and `apply_retention`.
+
+    Args:
+        core: the state the store's parts share.
+        maintenance: its background index build of a user stops when the user is forgotten.
+    """
+
+    def __init__(self, core: StoreCore, maintenance: Maintenance) -> None:
+        self.core = core
+        self.maintenance = maintenance
 
     async def delete(self, user_id: str, memory_id: str) -> bool:
         """Delete one of the user's memories; return whether it existed.
@@ -87,9 +96,9 @@ class Erasure(StoreBase):
         uid, mid = memory_key(user_id, memory_id)
         if mid is None:
             return False
-        async with self._conn("delete", user=uid, fence=(uid,)) as conn:
+        async with self.core.conn("delete", user=uid, fence=(uid,)) as conn:
             deleted = await delete_memory(conn, uid, mid)
-        self._plans.pop(uid, None)
+        self.core.plans.pop(uid, None)
         log.info("memory.forget.done", scope="memory", count=int(deleted))
         return deleted
 
@@ -113,9 +122,9 @@ class Erasure(StoreBase):
         return count
 
     async def _forget_before(self, uid: str, before: datetime) -> int:
-        async with self._conn("forget_before", user=uid, fence=(uid,)) as conn:
+        async with self.core.conn("forget_before", user=uid, fence=(uid,)) as conn:
             count = await forget_before(conn, uid, before)
-        self._plans.pop(uid, None)
+        self.core.plans.pop(uid, None)
         return count
 
     async def apply_retention(
@@ -145,24 +154,24 @@ class Erasure(StoreBase):
                 `recall.config.MAX_RETENTION_DAYS`.
             StoreError: the database failed (removals done before it stay done).
         """
-        days, cap = _checked_limits(*retention_limits(self.settings, days, max_per_user))
+        days, cap = _checked_limits(*retention_limits(self.core.settings, days, max_per_user))
         expired = over_cap = 0
         touched: set[str] = set()
         if days is not None:
             cutoff = (now or datetime.now(UTC)) - timedelta(days=days)
-            async with self._conn("retention", all_users=True) as conn:
+            async with self.core.conn("retention", all_users=True) as conn:
                 users = await users_with_memories_before(conn, cutoff)
             for uid in users:
                 if removed := await self._forget_before(uid, cutoff):
                     expired += removed
                     touched.add(uid)
         if cap is not None:
-            async with self._conn("retention", all_users=True) as conn:
+            async with self.core.conn("retention", all_users=True) as conn:
                 users = await users_over_cap(conn, cap)
             for uid in users:
-                async with self._conn("retention", user=uid, fence=(uid,)) as conn:
+                async with self.core.conn("retention", user=uid, fence=(uid,)) as conn:
                     removed = await forget_over_cap(conn, uid, cap)
-                self._plans.pop(uid, None)
+                self.core.plans.pop(uid, None)
                 if removed:
                     over_cap += removed
                     touched.add(uid)
@@ -190,17 +199,14 @@ class Erasure(StoreBase):
         """
         uid = clean_id(user_id, "user_id")
         assert uid is not None
-        task = self._index_tasks.pop(uid, None)
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        async with self._conn("forget_user", user=uid) as conn:
+        await self.maintenance.stop_build(uid)
+        async with self.core.conn("forget_user", user=uid) as conn:
             forgotten = await forget_user_rows(conn, uid)
         # an index may exist without its row when a build raced the erasure: drop by name
         name = forgotten.hnsw_index or index_name(uid)
-        async with self._conn("forget_user", owner=True, fence=(uid,)) as conn:
+        async with self.core.conn("forget_user", owner=True, fence=(uid,)) as conn:
             await drop_user_index(conn, name)
-        self._plans.pop(uid, None)
+        self.core.plans.pop(uid, None)
         count = forgotten.memories
         for outbox in outboxes:
             count += await outbox.forget(uid)

@@ -12,35 +12,58 @@ from recall.db.stats import store_stats
 from recall.db.stats import user_buckets as bucket_rows
 from recall.db.userindex import build_user_index, users_over_threshold
 from recall.errors import RecallError
-from recall.store.base import StoreBase
+from recall.store.core import StoreCore
 
 __all__ = ["Maintenance"]
 
 log = structlog.stdlib.get_logger(__name__)
 
 
-class Maintenance(StoreBase):
-    """`MemoryStore.optimize`, `wait_for_index_builds`, `stats` and `user_buckets`."""
+class Maintenance:
+    """`MemoryStore.optimize`, `wait_for_index_builds`, `stats` and `user_buckets`, and the
+    per-user index builds a search schedules (`schedule_index`) and erasure or closing stops.
 
-    def _schedule_index(self, user_id: str) -> None:
+    Args:
+        core: the state the store's parts share.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
+        self._index_tasks: dict[str, asyncio.Task[None]] = {}
+
+    def schedule_index(self, user_id: str) -> None:
         """Build the user's own index in the background (once at a time per user)."""
-        if self._closed or user_id in self._index_tasks:
+        if self.core.closed or user_id in self._index_tasks:
             return
         task = asyncio.get_running_loop().create_task(self._build_index(user_id))
         self._index_tasks[user_id] = task
         task.add_done_callback(lambda _t: self._index_tasks.pop(user_id, None))
 
+    async def stop_build(self, user_id: str) -> None:
+        """Cancel the user's background index build, if one runs, and wait for it to end."""
+        task = self._index_tasks.pop(user_id, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def stop_builds(self) -> None:
+        """Cancel every background index build and wait for them to end (closing)."""
+        tasks = list(self._index_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def _build_index(self, user_id: str) -> None:
         try:
-            async with self._conn("build_user_index", owner=True) as conn:
+            async with self.core.conn("build_user_index", owner=True) as conn:
                 await build_user_index(
                     conn,
                     user_id,
-                    m=self.settings.hnsw_m,
-                    ef_construction=self.settings.hnsw_ef_construction,
+                    m=self.core.settings.hnsw_m,
+                    ef_construction=self.core.settings.hnsw_ef_construction,
                     wait=False,
                 )
-            self._plans.pop(user_id, None)
+            self.core.plans.pop(user_id, None)
         except RecallError:
             log.exception("db.user_index.failed")
 
@@ -58,20 +81,20 @@ class Maintenance(StoreBase):
         Raises:
             StoreError.
         """
-        async with self._conn("optimize", owner=True) as conn:
-            users = await users_over_threshold(conn, self.settings.user_index_threshold)
+        async with self.core.conn("optimize", owner=True) as conn:
+            users = await users_over_threshold(conn, self.core.settings.user_index_threshold)
             built = []
             for user_id in users:
                 name = await build_user_index(
                     conn,
                     user_id,
-                    m=self.settings.hnsw_m,
-                    ef_construction=self.settings.hnsw_ef_construction,
+                    m=self.core.settings.hnsw_m,
+                    ef_construction=self.core.settings.hnsw_ef_construction,
                     wait=True,
                 )
                 if name is not None:
                     built.append(user_id)
-                    self._plans.pop(user_id, None)
+                    self.core.plans.pop(user_id, None)
         return built
 
     async def stats(self) -> dict[str, int]:
@@ -80,7 +103,7 @@ class Maintenance(StoreBase):
         Raises:
             StoreError.
         """
-        async with self._conn("stats", all_users=True) as conn:
+        async with self.core.conn("stats", all_users=True) as conn:
             row = await store_stats(conn)
         return {key: int(value) for key, value in asdict(row).items()}
 
@@ -90,6 +113,6 @@ class Maintenance(StoreBase):
         Raises:
             StoreError.
         """
-        async with self._conn("user_buckets", all_users=True) as conn:
+        async with self.core.conn("user_buckets", all_users=True) as conn:
             rows = await bucket_rows(conn)
         return [(row.bucket, int(row.users), int(row.memories)) for row in rows]

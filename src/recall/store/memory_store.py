@@ -1,48 +1,108 @@
 """MemoryStore: store, search, list and erase one user's memories in PostgreSQL + pgvector.
 
-The class is composed of one part per job, each in its own module over `StoreBase` (pools,
-connection scoping, plan cache): `writes` (add_turn), `bulk` (add_turns), `search` (search,
-keyword_search), `maintenance` (index builds, optimize, stats), `reads` (recent, get),
-`conversations` (memory creation's state) and `erasure` (delete, forget_user). Opening one
-(`StoreConnector`): the database through `recall.db.opening`, the model checked against the
-stored vectors, and the pools.
+The store holds one part per job, each in its own module, and passes each the state they
+share (`StoreCore`: pools, embedder, settings, connection scoping, plan cache, ranker):
+`search` (find, search, keyword_search) over `candidates` (each mode's rows), `writes`
+(add_turn) with `repeats`, `bulk` (add_turns), `reads` (recent, get, ...), `conversations`
+(memory creation's state), `erasure` (delete, forget_user, retention) and `maintenance`
+(index builds, optimize, stats). Each public method says what it does and calls its part, so
+a reader (or a walk through the calls) goes from here straight to the part and on to its SQL.
+Opening one: `recall.store.connector`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any, Self
+from uuid import UUID
 
-import structlog
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
 
-from recall.config import Settings, process_settings
-from recall.db.migrate import bind_embedding_space, bound_model
-from recall.db.opening import open_database
-from recall.db.pool import open_pool
-from recall.embeddings import Embedder, configured_embeddings, embedder_for
+from recall.config import RetrievalMode, Settings
+from recall.db.pool import Database
+from recall.db.rows import ChunkStored, ConversationSummary, PendingConversation, PendingTurn
+from recall.embeddings import Embedder, Vector
+from recall.errors import InvalidInputError
+from recall.memory import Memory, Turn
+from recall.outbox import Outbox
+from recall.search.candidates import CandidateRow, TermRow
+from recall.search.fusion import FusionModel
+from recall.search.provenance import Provenance
 from recall.search.second_stage import SecondStage
-from recall.store.bulk import Bulk
+from recall.store.bulk import Bulk, ImportProgress
+from recall.store.candidates import Candidates
 from recall.store.checks import MAX_LIMIT
+from recall.store.connector import StoreConnector
 from recall.store.conversations import Conversations
-from recall.store.erasure import Erasure
-from recall.store.reads import Reads
+from recall.store.core import StoreCore
+from recall.store.erasure import Erasure, Retention
+from recall.store.maintenance import Maintenance
+from recall.store.reads import MemoryLinks, Reads
+from recall.store.repeats import Repeats
+from recall.store.results import SearchResult
 from recall.store.search import Search
 from recall.store.writes import Writes
 
 __all__ = ["MAX_LIMIT", "MemoryStore", "StoreConnector"]
 
-log = structlog.stdlib.get_logger(__name__)
 
-
-class MemoryStore(Writes, Bulk, Search, Reads, Conversations, Erasure):
+class MemoryStore:
     """Long-term memory of many users in one PostgreSQL database.
 
     Open it with `MemoryStore.connect()`; the constructor takes ready parts (a pool whose
     connections have pgvector registered, an `Embedder`, `Settings`) for callers that manage
     their own. Every method is for one user, and no method returns another user's rows.
+
+    Each method says in a line what it does and calls the part that does it, where its
+    arguments, return value and errors are documented in full (`Search.find` for `find`, ...).
+
+    Args:
+        pool: an autocommit pool whose connections have pgvector registered.
+        embedder: embeds turns and queries.
+        settings: limits, search and index settings.
+        database: where the pool connects (kept for the embedded server's lifetime).
+        fusion: the hybrid mode's fusion model, for an embedder without a second stage; None:
+            the shipped one (`recall.search.fusion.default_fusion`).
+        second_stage: the hybrid mode's learned second stage and gate (decision 0024): True
+            for the one shipped for the embedder's model (the fusion where none is), False for
+            the fusion always, or a `SecondStage` of your own fit.
+        read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads
+            stay on `pool` until the replica has replayed their latest write here (0021).
     """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        database: Database | None = None,
+        fusion: FusionModel | None = None,
+        second_stage: SecondStage | bool = True,
+        read_pool: AsyncConnectionPool | None = None,
+    ) -> None:
+        core = StoreCore(
+            pool,
+            embedder,
+            settings,
+            database=database,
+            fusion=fusion,
+            second_stage=second_stage,
+            read_pool=read_pool,
+        )
+        self.core = core  # what the parts share; tests and benchmarks look inside it
+        self._maintenance = Maintenance(core)
+        self._candidates = Candidates(core, self._maintenance)
+        self._search = Search(core, self._candidates)
+        self._writes = Writes(core, Repeats(core))
+        self._bulk = Bulk(core)
+        self._reads = Reads(core)
+        self._conversations = Conversations(core)
+        self._erasure = Erasure(core, self._maintenance)
 
     @classmethod
     def connect(
@@ -52,7 +112,7 @@ class MemoryStore(Writes, Bulk, Search, Reads, Conversations, Erasure):
         embeddings: Embeddings | None = None,
         embedding_model_name: str | None = None,
         second_stage: SecondStage | bool = True,
-    ) -> StoreConnector:
+    ) -> StoreConnector[Self]:
         """Open a store: `async with MemoryStore.connect() as store:` (or `await` it).
 
         Args:
@@ -71,77 +131,362 @@ class MemoryStore(Writes, Bulk, Search, Reads, Conversations, Erasure):
         """
         return StoreConnector(cls, settings, embeddings, embedding_model_name, second_stage)
 
+    @property
+    def pool(self) -> AsyncConnectionPool:
+        """The primary's pool (writes, and reads with no replica)."""
+        return self.core.pool
 
-class StoreConnector:
-    """What `MemoryStore.connect()` returns: use with `async with`, or `await` it."""
+    @property
+    def read_pool(self) -> AsyncConnectionPool:
+        """The pool searches and reads use: a replica's, else `pool`."""
+        return self.core.read_pool
 
-    def __init__(
-        self,
-        cls: type[MemoryStore],
-        settings: Settings | None,
-        embeddings: Embeddings | None,
-        name: str | None,
-        second_stage: SecondStage | bool = True,
-    ) -> None:
-        self._cls = cls
-        self._second_stage = second_stage
-        self._settings = settings
-        self._embeddings = embeddings
-        self._name = name
-        self._store: MemoryStore | None = None
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of turns and queries."""
+        return self.core.embedder
 
-    async def open(self) -> MemoryStore:
-        """Start or reach the database, migrate it, check the model, open the pool.
+    @property
+    def settings(self) -> Settings:
+        """The store's settings: its limits and defaults."""
+        return self.core.settings
+
+    @property
+    def database(self) -> Database | None:
+        """Where the pool connects (the embedded server, when it started one)."""
+        return self.core.database
+
+    @property
+    def second_stage(self) -> SecondStage | None:
+        """The default mode's ranker (decision 0024); None: the fusion (`fusion`)."""
+        return self.core.second_stage
+
+    @second_stage.setter
+    def second_stage(self, stage: SecondStage | None) -> None:
+        self.core.second_stage = stage
+
+    @property
+    def fusion(self) -> FusionModel:
+        """The default mode's ranker for an embedder without a second stage (decision 0005)."""
+        return self.core.fusion
+
+    @fusion.setter
+    def fusion(self, model: FusionModel) -> None:
+        self.core.fusion = model
+
+    @asynccontextmanager
+    async def connection(
+        self, user_id: str | None = None, *, all_users: bool = False, read: bool = False
+    ) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection in a transaction scoped, for row-level security, to one user
+        (or with `all_users`, to everyone: for ingestion, statistics and maintenance).
+
+        An escape hatch for applications and scripts; the store's own methods do not use it.
 
         Raises:
-            ConfigError, StoreError, MigrationError, EmbeddingMismatchError: set-up failed.
+            InvalidInputError: neither a `user_id` nor `all_users`.
+            StoreError: the database failed.
         """
-        settings = self._settings or process_settings()
-        embeddings = self._embeddings
-        if embeddings is None and settings.embedding_model is not None:
-            embeddings = configured_embeddings(settings)  # a bad setting fails before the database
+        if user_id is None and not all_users:
+            raise InvalidInputError("connection() needs a user_id or all_users=True")
+        async with self.core.conn("connection", user=user_id, all_users=all_users, read=read) as c:
+            yield c
 
-        async def setup(conn: AsyncConnection[Any]) -> Embedder:
-            model = embeddings
-            if model is None:  # not configured: the database's model, else the default
-                model = configured_embeddings(settings, await bound_model(conn))
-            embedder = embedder_for(model, settings, name=self._name)
-            await bind_embedding_space(conn, embedder.name, await embedder.dimensions())
-            return embedder
+    async def warm_up(self) -> None:
+        """Load the embedding model now, so the first user does not wait for it."""
+        await self.core.embedder.embed_documents(["warm-up"])
+        await self.core.embedder.embed_query("warm-up")
 
-        database, embedder = await open_database(settings, setup)
-        pool = await open_pool(database.url, max_size=settings.connection_pool_size)
-        read_pool = None
-        if settings.read_database_url:  # a replica: searches go there, writes stay here
-            try:
-                read_pool = await open_pool(
-                    settings.read_database_url, max_size=settings.connection_pool_size
-                )
-            except BaseException:
-                await pool.close()
-                raise
-        log.info(
-            "store.opened",
-            embedded=database.embedded is not None,
-            model=embedder.name,
-            read_replica=read_pool is not None,
-        )
-        return self._cls(
-            pool,
-            embedder,
-            settings,
-            database=database,
-            read_pool=read_pool,
-            second_stage=self._second_stage,
-        )
+    async def close(self) -> None:
+        """Finish background index builds and close the pool (idempotent)."""
+        if self.core.closed:
+            return
+        self.core.closed = True
+        await self._maintenance.stop_builds()
+        await self.core.close_pools()
 
-    def __await__(self) -> Generator[Any, None, MemoryStore]:
-        return self.open().__await__()
-
-    async def __aenter__(self) -> MemoryStore:
-        self._store = await self.open()
-        return self._store
+    async def __aenter__(self) -> Self:
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._store is not None:
-            await self._store.close()
+        await self.close()
+
+    async def wait_for_index_builds(self) -> None:
+        """Wait until the index builds scheduled in the background have finished."""
+        await self._maintenance.wait_for_index_builds()
+
+    async def optimize(self) -> list[str]:
+        """Build the HNSW index of every user at or over `user_index_threshold` memories."""
+        return await self._maintenance.optimize()
+
+    async def stats(self) -> dict[str, int]:
+        """Counts for operators: memories, users, indexed users, largest user, bytes on disk."""
+        return await self._maintenance.stats()
+
+    async def user_buckets(self) -> list[tuple[str, int, int]]:
+        """(bucket, users, memories) per user size bucket: 1-10, 11-100, ... over 10,000."""
+        return await self._maintenance.user_buckets()
+
+    async def candidates(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Vector,
+        k: int,
+        *,
+        terms: list[TermRow] | None = None,
+        vectors: bool = True,
+    ) -> tuple[list[CandidateRow], list[int]]:
+        """The second stage's candidates for a query: the user's best `k` memories by cosine
+        (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
+        when they hold more than `SCOPE_FROM`), questions left unanswered out, and the vector
+        side's order as indexes into them (best first). For
+        `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served."""
+        return await self._candidates.for_query(
+            user_id, query_text, query_vector, k, terms=terms, vectors=vectors
+        )
+
+    async def search(
+        self,
+        user_id: str,
+        query_text: str,
+        limit: int | None = None,
+        similarity_threshold: float | None = None,
+        *,
+        mode: RetrievalMode | None = None,
+        query_vector: Vector | None = None,
+        explain: bool = False,
+    ) -> list[Memory]:
+        """The user's memories most relevant to `query_text`, best first: the memories of
+        `find(...)` that pass (`SearchResult.memories`)."""
+        return await self._search.search(
+            user_id,
+            query_text,
+            limit,
+            similarity_threshold,
+            mode=mode,
+            query_vector=query_vector,
+            explain=explain,
+        )
+
+    async def find(
+        self,
+        user_id: str,
+        query_text: str,
+        limit: int | None = None,
+        similarity_threshold: float | None = None,
+        *,
+        mode: RetrievalMode | str | None = None,
+        query_vector: Vector | None = None,
+        explain: bool = False,
+        kept_out: bool = False,
+    ) -> SearchResult:
+        """Search as `search` does, and say what was resolved and decided: the mode, limit
+        and threshold used, and each memory's score and whether it passes. What the retrieve
+        node, the tool, `recall search` and the inspector call and render
+        (docs/decisions/0033-the-store-decides.md)."""
+        return await self._search.find(
+            user_id,
+            query_text,
+            limit,
+            similarity_threshold,
+            mode=mode,
+            query_vector=query_vector,
+            explain=explain,
+            kept_out=kept_out,
+        )
+
+    async def keyword_search(
+        self,
+        user_id: str,
+        keywords: str,
+        limit: int = 5,
+        *,
+        conversation_id: str | None = None,
+    ) -> list[Memory]:
+        """Keyword search (VectorMemorySearch): `;`-separated keywords, ORed, ranked by BM25."""
+        return await self._search.keyword_search(
+            user_id, keywords, limit, conversation_id=conversation_id
+        )
+
+    async def add_turn(
+        self,
+        user_id: str,
+        user_message: str,
+        ai_response: str,
+        *,
+        conversation_id: str | None = None,
+        created_at: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        kind: str = "turn",
+        provenance: Provenance | Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """Store one user/AI turn pair and return it; the same turn twice is stored once, and
+        a turn that repeats a stored memory of the user almost word for word is counted on it
+        and not stored again (`settings.link_repeated_turns`; the stored memory is returned)."""
+        return await self._writes.add_turn(
+            user_id,
+            user_message,
+            ai_response,
+            conversation_id=conversation_id,
+            created_at=created_at,
+            metadata=metadata,
+            kind=kind,
+            provenance=provenance,
+        )
+
+    async def add_checked_turn(self, turn: Turn) -> Memory:
+        """Store a turn already checked with this store's limits and return it, as `add_turn`
+        does after checking: `recall.memory.make_turn(...)` with `max_length` and
+        `max_metadata_bytes` from `store.settings`. The writer node checks each turn so before
+        queueing it and hands the checked turn here, so a turn is checked once on its way."""
+        return await self._writes.add_checked_turn(turn)
+
+    async def add_turns(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 1000,
+        on_batch: Callable[[int], Awaitable[None] | None] | None = None,
+        writers: int = 2,
+        progress: ImportProgress | None = None,
+        on_progress: Callable[[ImportProgress], None] | None = None,
+    ) -> list[str]:
+        """Bulk-store turns (dicts with `add_turn`'s argument names); return their ids in order."""
+        return await self._bulk.add_turns(
+            turns,
+            batch_size=batch_size,
+            on_batch=on_batch,
+            writers=writers,
+            progress=progress,
+            on_progress=on_progress,
+        )
+
+    async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
+        """The user's `n` most recent memories, newest first (similarity None)."""
+        return await self._reads.recent(user_id, n)
+
+    async def page(
+        self,
+        user_id: str,
+        limit: int = 20,
+        before: Memory | tuple[datetime, str] | None = None,
+        *,
+        kind: str | None = None,
+    ) -> list[Memory]:
+        """One page of the user's memories, newest first: the `limit` written before `before`
+        (the last memory of the previous page, or its (created_at, id); None: the first page),
+        only those of `kind` ("turn", "note" or "summary") when it is set."""
+        return await self._reads.page(user_id, limit, before, kind=kind)
+
+    async def export(self, user_id: str, *, page_size: int = 1000) -> AsyncIterator[Memory]:
+        """Every memory of the user, newest first, read from the primary (a replica may not
+        have the latest yet) one page of `page_size` at a time, each on its own connection.
+        A memory written during the export may be left out; none is read twice."""
+        async for memory in self._reads.export(user_id, page_size=page_size):
+            yield memory
+
+    async def summaries(self, user_id: str, limit: int = 100) -> list[ConversationSummary]:
+        """The rolling summaries of the user's conversations (`recall.creation`), newest first."""
+        return await self._reads.summaries(user_id, limit)
+
+    async def get(self, user_id: str, memory_id: str) -> Memory | None:
+        """One of the user's memories by id, or None (also for another user's id)."""
+        return await self._reads.get(user_id, memory_id)
+
+    async def links(self, user_id: str, memory_id: str) -> MemoryLinks | None:
+        """One of the user's memories with its sources and restatements
+        (`recall.search.provenance`), or None (also for another user's id)."""
+        return await self._reads.links(user_id, memory_id)
+
+    async def conversation_recent(
+        self,
+        user_id: str,
+        conversation_id: str,
+        n: int = 5,
+        *,
+        kinds: Sequence[str] = ("summary", "turn"),
+    ) -> list[Memory]:
+        """The conversation's `n` newest memories, newest first, of the first kind in `kinds`
+        that it has any of (by default its model-written memories, else its stored turns)."""
+        return await self._conversations.conversation_recent(
+            user_id, conversation_id, n, kinds=kinds
+        )
+
+    async def pending_turns(
+        self, user_id: str, conversation_id: str, limit: int
+    ) -> list[PendingTurn]:
+        """The conversation's first `limit` turns that memory creation has not processed
+        (those after its tracker), oldest first."""
+        return await self._conversations.pending_turns(user_id, conversation_id, limit)
+
+    async def store_chunk(
+        self,
+        user_id: str,
+        conversation_id: str,
+        memories: Sequence[Turn],
+        vectors: Sequence[Vector],
+        *,
+        through: PendingTurn,
+        dedup_threshold: float,
+    ) -> ChunkStored:
+        """Store the model-written memories of a chunk of the conversation's turns and mark the
+        chunk processed (its tracker moves to `through`), in one transaction: all or nothing."""
+        return await self._conversations.store_chunk(
+            user_id,
+            conversation_id,
+            memories,
+            vectors,
+            through=through,
+            dedup_threshold=dedup_threshold,
+        )
+
+    async def chat_summary(
+        self, user_id: str, conversation_id: str, *, read: bool = True
+    ) -> str | None:
+        """The conversation's rolling summary, or None."""
+        return await self._conversations.chat_summary(user_id, conversation_id, read=read)
+
+    async def set_chat_summary(
+        self, user_id: str, conversation_id: str, summary: str, *, last_memory_id: str | UUID
+    ) -> None:
+        """Write the conversation's rolling summary, made up to memory `last_memory_id`."""
+        await self._conversations.set_chat_summary(
+            user_id, conversation_id, summary, last_memory_id=last_memory_id
+        )
+
+    async def pending_conversations(
+        self, user_id: str | None = None, conversation_id: str | None = None
+    ) -> list[PendingConversation]:
+        """Conversations with turns that memory creation has not processed, and how many,
+        ordered by user and conversation (`recall consolidate`)."""
+        return await self._conversations.pending_conversations(user_id, conversation_id)
+
+    async def delete(self, user_id: str, memory_id: str) -> bool:
+        """Delete one of the user's memories; return whether it existed."""
+        return await self._erasure.delete(user_id, memory_id)
+
+    async def forget_before(self, user_id: str, before: datetime) -> int:
+        """Delete the user's memories dated before `before` (of every kind); the newer ones,
+        the user's trackers and summaries stay."""
+        return await self._erasure.forget_before(user_id, before)
+
+    async def apply_retention(
+        self,
+        *,
+        days: int | None = None,
+        max_per_user: int | None = None,
+        now: datetime | None = None,
+    ) -> Retention:
+        """Remove every user's memories older than `days`, then each user's beyond
+        `max_per_user` (issue 37: first the restatements whose source is still stored, oldest
+        first, then the oldest of the others): an age pass over the users, then a cap pass,
+        each removing one user's memories per transaction. A failure leaves the removals
+        before it done: users the age pass reached may not have had the cap pass yet."""
+        return await self._erasure.apply_retention(days=days, max_per_user=max_per_user, now=now)
+
+    async def forget_user(self, user_id: str, *, outboxes: Sequence[Outbox] = ()) -> int:
+        """Erase everything of the user: memories (turns, notes, model-written), bookkeeping,
+        tracker, rolling summaries, their own HNSW index, and turns still waiting in the given
+        writer queues (`TurnWriter.outbox`)."""
+        return await self._erasure.forget_user(user_id, outboxes=outboxes)

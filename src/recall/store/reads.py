@@ -23,8 +23,8 @@ from recall.errors import InvalidInputError
 from recall.memory import KINDS, Memory, clean_id
 from recall.search.provenance import Provenance
 from recall.search.ranking import row_memory
-from recall.store.base import StoreBase
 from recall.store.checks import check_limit, memory_key
+from recall.store.core import StoreCore
 
 __all__ = ["MemoryLinks", "Reads"]
 
@@ -53,8 +53,15 @@ class MemoryLinks:
     erased: list[str] = field(default_factory=list)
 
 
-class Reads(StoreBase):
-    """`MemoryStore.recent`, `page`, `export`, `get`, `links` and `summaries`."""
+class Reads:
+    """`MemoryStore.recent`, `page`, `export`, `get`, `links` and `summaries`.
+
+    Args:
+        core: the state the store's parts share.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
 
     async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None).
@@ -65,7 +72,7 @@ class Reads(StoreBase):
         uid = clean_id(user_id, "user_id")
         assert uid is not None
         n = check_limit(n, "n")
-        async with self._conn("recent", read=True, user=uid) as conn:
+        async with self.core.conn("recent", read=True, user=uid) as conn:
             rows = await recent_memories(conn, uid, n)
         return [row_memory(r) for r in rows]
 
@@ -101,7 +108,7 @@ class Reads(StoreBase):
                 ) from exc
             if not isinstance(at, datetime) or at.tzinfo is None:
                 raise InvalidInputError("the page cursor's time must be a timezone-aware datetime")
-        async with self._conn("page", read=True, user=uid) as conn:
+        async with self.core.conn("page", read=True, user=uid) as conn:
             rows = await memories_page(conn, uid, limit, cursor, kind)
         return [row_memory(r) for r in rows]
 
@@ -120,7 +127,7 @@ class Reads(StoreBase):
         cursor: tuple[datetime, UUID] | None = None
         count = 0
         while True:
-            async with self._conn("export", user=uid) as conn:
+            async with self.core.conn("export", user=uid) as conn:
                 rows = await memories_page(conn, uid, page_size, cursor)
             for row in rows:
                 yield row_memory(row)
@@ -139,7 +146,7 @@ class Reads(StoreBase):
         uid = clean_id(user_id, "user_id")
         assert uid is not None
         limit = check_limit(limit)
-        async with self._conn("summaries", read=True, user=uid) as conn:
+        async with self.core.conn("summaries", read=True, user=uid) as conn:
             return await user_summaries(conn, uid, limit)
 
     async def get(self, user_id: str, memory_id: str) -> Memory | None:
@@ -151,7 +158,7 @@ class Reads(StoreBase):
         uid, mid = memory_key(user_id, memory_id)
         if mid is None:
             return None
-        async with self._conn("get", read=True, user=uid) as conn:
+        async with self.core.conn("get", read=True, user=uid) as conn:
             row = await get_memory(conn, uid, mid)
         return None if row is None else row_memory(row)
 
@@ -165,7 +172,7 @@ class Reads(StoreBase):
         uid, mid = memory_key(user_id, memory_id)
         if mid is None:
             return None
-        async with self._conn("links", read=True, user=uid) as conn:
+        async with self.core.conn("links", read=True, user=uid) as conn:
             row = await get_memory(conn, uid, mid)
             if row is None:
                 return None

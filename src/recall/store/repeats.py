@@ -14,7 +14,7 @@ from recall.errors import StoreError
 from recall.memory import Memory, MemoryRow, Turn, embedding_text
 from recall.search.provenance import near_duplicate
 from recall.search.ranking import row_memory
-from recall.store.search import Search
+from recall.store.core import StoreCore
 
 __all__ = ["NEAREST", "Repeats"]
 
@@ -25,10 +25,17 @@ NEAREST = 10
 "... (1)", "... (2)", can hold the first places)."""
 
 
-class Repeats(Search):
-    """Stores a turn, or finds the stored memory it repeats and counts the repeat on it."""
+class Repeats:
+    """Stores a turn, or finds the stored memory it repeats and counts the repeat on it.
 
-    async def _write_or_near(
+    Args:
+        core: the state the store's parts share.
+    """
+
+    def __init__(self, core: StoreCore) -> None:
+        self.core = core
+
+    async def write_or_near(
         self, turn: Turn, vector: Vector
     ) -> tuple[UUID, datetime, bool] | list[MemoryRow]:
         """Store `turn` unless one of the user's memories of its kind is within
@@ -37,20 +44,20 @@ class Repeats(Search):
         Returns:
             The stored turn's id, date and whether this call inserted it (false: the same turn
             was stored before, a retry); or, with nothing stored, the user's `NEAREST` memories
-            of its kind that near, nearest first, for `_repeat_among`.
+            of its kind that near, nearest first, for `repeat_among`.
 
         Raises:
             StoreError: the database failed, or the row was deleted while it was stored.
         """
-        async with self._conn("add_turn", fence=(turn.user_id,)) as conn:
+        async with self.core.conn("add_turn", fence=(turn.user_id,)) as conn:
             rows = await add_turn(
                 conn,
                 turn,
                 vector,
-                self.embedder.name,
-                max_distance=1.0 - self.settings.dedup_threshold,
+                self.core.embedder.name,
+                max_distance=1.0 - self.core.settings.dedup_threshold,
                 nearest=NEAREST,
-                candidates=self.settings.hnsw_ef_search,
+                candidates=self.core.settings.hnsw_ef_search,
             )
         if not rows:  # deleted between its two statements: store it again next time
             raise StoreError("add_turn: the turn was deleted while it was being stored")
@@ -71,7 +78,7 @@ class Repeats(Search):
             for r in rows
         ]
 
-    async def _repeat_among(self, turn: Turn, rows: list[MemoryRow]) -> Memory | None:
+    async def repeat_among(self, turn: Turn, rows: list[MemoryRow]) -> Memory | None:
         """The memory among `rows` (the user's nearest of `turn`'s kind) that `turn` repeats,
         with the repeat counted, or None (store it).
 
@@ -87,7 +94,7 @@ class Repeats(Search):
             if not near_duplicate(text, embedding_text(row.user_message, row.ai_response)):
                 continue
             seen = turn.created_at or datetime.now(UTC)
-            async with self._conn("add_turn", user=turn.user_id, fence=(turn.user_id,)) as conn:
+            async with self.core.conn("add_turn", user=turn.user_id, fence=(turn.user_id,)) as conn:
                 counted = await count_repeat(conn, turn.user_id, row.id, seen)
             if counted is None:  # erased meanwhile: look no further, store the turn
                 return None

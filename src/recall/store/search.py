@@ -1,5 +1,6 @@
 """Search: the three retrieval modes over their candidates (`recall.store.candidates`), one
-answer that says what was decided (`find`), and keyword search by BM25."""
+answer that says what was decided (`find`), and keyword search by BM25. A part of
+`MemoryStore` over its `StoreCore`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from recall.search.restatements import Candidate, arrange
 from recall.search.second_stage import SecondStage, StageCandidates
 from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates, answered
 from recall.store.checks import check_limit, check_threshold
+from recall.store.core import StoreCore
 from recall.store.explaining import reasons
 from recall.store.results import Found, SearchResult
 
@@ -51,9 +53,17 @@ class _Ranked:
     within: int | None = None
 
 
-class Search(Candidates):
-    """`MemoryStore.find`, `search` and `keyword_search`, over the candidate rows of each mode
-    (`Candidates`)."""
+class Search:
+    """`MemoryStore.find`, `search` and `keyword_search`, over the candidate rows of each mode.
+
+    Args:
+        core: the state the store's parts share (its ranker: `second_stage`, `fusion`).
+        candidates: the rows each mode starts from.
+    """
+
+    def __init__(self, core: StoreCore, candidates: Candidates) -> None:
+        self.core = core
+        self.candidates = candidates
 
     async def search(
         self,
@@ -136,17 +146,19 @@ class Search(Candidates):
         """
         uid = clean_id(user_id, "user_id")
         assert uid is not None
-        query_text = clean_text(query_text, "query", max_length=self.settings.max_query_length)
-        limit = check_limit(self.settings.max_memories if limit is None else limit)
+        query_text = clean_text(query_text, "query", max_length=self.core.settings.max_query_length)
+        limit = check_limit(self.core.settings.max_memories if limit is None else limit)
         threshold = check_threshold(
-            self.settings.similarity_threshold
+            self.core.settings.similarity_threshold
             if similarity_threshold is None
             else similarity_threshold
         )
-        used = self.settings.mode if mode is None else parse_mode(mode, InvalidInputError)
+        used = self.core.settings.mode if mode is None else parse_mode(mode, InvalidInputError)
         vector, terms = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
-            rows = answered(await self._keyword_rows(uid, query_text, vector, limit + ECHO_SLACK))
+            rows = answered(
+                await self.candidates.bm25_rows(uid, query_text, vector, limit + ECHO_SLACK)
+            )
             found = [Found(row_memory(r, score=r.bm25), True) for r in rows[:limit]]
         else:
             floor = 0.0 if kept_out else threshold
@@ -168,15 +180,16 @@ class Search(Candidates):
         """The query's vector (`given`, checked, or embedded) and, when the default mode
         could fetch it while the query was being embedded, the keyword side."""
         if given is not None:
-            return self.embedder.check_vector(given), None
+            return self.core.embedder.check_vector(given), None
         if mode == "hybrid" and self._overlaps(uid):
             # the keyword side needs no vector: it runs while the query is being embedded
+            keywords = keywords_from_text(text)
             vector, terms = await asyncio.gather(
-                self.embedder.embed_query(text),
-                self._terms(uid, keywords_from_text(text), None),
+                self.core.embedder.embed_query(text),
+                self.candidates.terms_of(uid, keywords, None),
             )
             return vector, terms
-        return await self.embedder.embed_query(text), None
+        return await self.core.embedder.embed_query(text), None
 
     async def _ranked(
         self,
@@ -195,7 +208,7 @@ class Search(Candidates):
         # a few more rows than asked for: echoes of the query are dropped (recall.search.echo)
         if mode == "semantic":
             fetch = limit + ECHO_SLACK
-            rows = answered(await self._vector_search(uid, vector, fetch, 1.0 - floor))
+            rows = answered(await self.candidates.vector_search(uid, vector, fetch, 1.0 - floor))
             sims = [cosine(r.distance) or 0.0 for r in rows]
             # the rows' distances grow: those a search at the threshold fetches come first
             within = None
@@ -209,21 +222,21 @@ class Search(Candidates):
                 lambda i, s, _e: row_memory(rows[i], score=s),
                 within,
             )
-        if self.second_stage is not None:
-            return await self._second_stage(self.second_stage, uid, text, vector, limit, terms)
-        pool_size = max(limit, self.settings.hybrid_candidates)
+        if self.core.second_stage is not None:
+            return await self._second_stage(self.core.second_stage, uid, text, vector, limit, terms)
+        pool_size = max(limit, self.core.settings.hybrid_candidates)
 
         async def vector_side() -> list[MemoryRow]:
-            return await self._vector_search(uid, vector, pool_size, 2.0)
+            return await self.candidates.vector_search(uid, vector, pool_size, 2.0)
 
         async def keyword_side() -> list[MemoryRow]:
-            return await self._keyword_rows(uid, text, vector, pool_size)
+            return await self.candidates.bm25_rows(uid, text, vector, pool_size)
 
         # two connections at once: the two candidate queries run in parallel on the server
         vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
         # echoes leave before fusion: its rank features compare each candidate with the best
         query = Query(text, np.asarray(vector, dtype=np.float64))
-        fused = fuse(answered(vec_rows), answered(kw_rows), self.fusion, query)
+        fused = fuse(answered(vec_rows), answered(kw_rows), self.core.fusion, query)
         found = [m for m, _score in fused]
         scores = [score for _m, score in fused]
         sims = [m.similarity or 0.0 for m in found]
@@ -273,7 +286,7 @@ class Search(Candidates):
         a source before its restatements, one slot per fact and the newest statement on a
         slot first (`recall.search.restatements`); else the first `limit` at or over the
         threshold."""
-        if self.settings.sources_first:
+        if self.core.settings.sources_first:
             return arrange(text, rows, order, scores, nearness, threshold, limit)
         picked: list[tuple[int, float]] = []
         for i in order[:limit]:
@@ -291,12 +304,14 @@ class Search(Candidates):
         limit: int,
         terms: list[TermRow] | None,
     ) -> _Ranked | None:
-        """The default ranking: the candidates (`candidates`), scored and gated in Python
+        """The default ranking: the candidates (`Candidates.for_query`), scored and gated in Python
         (None: there are none)."""
         k = max(stage.candidates, limit)
         # the candidates' vectors only for a ranker that reads their products with the query's
         vectors = stage.product_weights is not None
-        rows, near = await self.candidates(uid, text, vector, k, terms=terms, vectors=vectors)
+        rows, near = await self.candidates.for_query(
+            uid, text, vector, k, terms=terms, vectors=vectors
+        )
         if not rows:
             return None
         query = Query(text, np.asarray(vector, dtype=np.float64))
@@ -312,8 +327,10 @@ class Search(Candidates):
     def _overlaps(self, user_id: str) -> bool:
         """Whether the keyword side can run while the query is embedded: the default mode has
         a second stage and the user is known to hold no more than `SCOPE_FROM` memories."""
-        plan = self._plans.get(user_id)
-        return self.second_stage is not None and plan is not None and plan.memories <= SCOPE_FROM
+        plan = self.core.plans.get(user_id)
+        return (
+            self.core.second_stage is not None and plan is not None and plan.memories <= SCOPE_FROM
+        )
 
     async def keyword_search(
         self,
@@ -344,7 +361,7 @@ class Search(Candidates):
         if not isinstance(keywords, str):
             raise InvalidInputError(f"keywords must be a string, not {type(keywords).__name__}")
         limit = check_limit(limit)
-        async with self._conn(
+        async with self.core.conn(
             "keyword_search", read=True, reader=uid
         ) as conn:  # one call, scoped inside
             rows = await keyword_rows(

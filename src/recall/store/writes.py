@@ -1,4 +1,5 @@
-"""Storing one turn: checked, embedded, written in one call that is idempotent per content."""
+"""Storing one turn: checked, embedded, written in one call that is idempotent per content. A
+part of `MemoryStore` over its `StoreCore`; a repeated turn is counted by `Repeats`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from recall.db.memories import add_memory
 from recall.errors import StoreError
 from recall.memory import Memory, Turn
 from recall.search.provenance import Provenance, with_provenance
+from recall.store.core import StoreCore
 from recall.store.repeats import Repeats
 
 __all__ = ["Writes"]
@@ -20,8 +22,17 @@ __all__ = ["Writes"]
 log = structlog.stdlib.get_logger(__name__)
 
 
-class Writes(Repeats):
-    """`MemoryStore.add_turn` and `add_checked_turn`."""
+class Writes:
+    """`MemoryStore.add_turn` and `add_checked_turn`.
+
+    Args:
+        core: the state the store's parts share.
+        repeats: stores a turn in one call, or counts it on the memory it repeats.
+    """
+
+    def __init__(self, core: StoreCore, repeats: Repeats) -> None:
+        self.core = core
+        self.repeats = repeats
 
     async def add_turn(
         self,
@@ -51,7 +62,7 @@ class Writes(Repeats):
             EmbeddingError: the model failed; nothing is stored.
             StoreError: the database failed; nothing is stored.
         """
-        turn = self._turn(
+        turn = self.core.turn(
             user_id,
             user_message,
             ai_response,
@@ -74,29 +85,29 @@ class Writes(Repeats):
             EmbeddingError: the model failed; nothing is stored.
             StoreError: the database failed; nothing is stored.
         """
-        [vector] = await self.embedder.embed_documents([turn.text])
+        [vector] = await self.core.embedder.embed_documents([turn.text])
         stored: tuple[UUID, datetime, bool] | None = None
-        if self.settings.link_repeated_turns:
+        if self.core.settings.link_repeated_turns:
             # recall.add_turn (migration 0019): the repeat lookup and the insert in one call;
             # a second only when one of the user's memories is within the dedup threshold
-            near = await self._write_or_near(turn, vector)
+            near = await self.repeats.write_or_near(turn, vector)
             if isinstance(near, tuple):
                 stored = near
             else:
-                repeated = await self._repeat_among(turn, near)
+                repeated = await self.repeats.repeat_among(turn, near)
                 if repeated is not None:
-                    self._note_added(turn.user_id, 0)
+                    self.core.note_added(turn.user_id, 0)
                     return repeated
         if stored is None:
             # recall.add_memory sets the row-level security key itself (migration 0009): one
             # round trip, one transaction
-            async with self._conn("add_turn", fence=(turn.user_id,)) as conn:
-                row = await add_memory(conn, turn, vector, self.embedder.name)
+            async with self.core.conn("add_turn", fence=(turn.user_id,)) as conn:
+                row = await add_memory(conn, turn, vector, self.core.embedder.name)
             if row is None:  # deleted between its two statements: store it again next time
                 raise StoreError("add_turn: the turn was deleted while it was being stored")
             stored = (row.memory_id, row.memory_created_at, row.inserted)
         memory_id, created_at, inserted = stored
-        self._note_added(turn.user_id, int(inserted))
+        self.core.note_added(turn.user_id, int(inserted))
         log.debug("memory.add.done", inserted=inserted)
         return Memory(
             id=str(memory_id),

@@ -1,13 +1,14 @@
-"""What every part of `MemoryStore` stands on: its pools, embedder and settings, the
-connection scoping (row-level security, errors wrapped as `StoreError`), the per-user plan
-cache that writes keep current, and closing."""
+"""What every part of `MemoryStore` shares: one `StoreCore`, handed to each part when the
+store is made. Its pools, embedder and settings, the ranker of the default mode, the
+connection scoping (row-level security, errors wrapped as `StoreError`, reads on a replica
+fenced after a user's writes), the per-user plan cache that writes keep current, and closing
+the pools."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
-from typing import Any, NamedTuple, Self
+from typing import Any, NamedTuple
 
 import psycopg
 import structlog
@@ -20,12 +21,12 @@ from recall.db.pool import Database
 from recall.db.replica import wal_replayed, wal_written
 from recall.db.rls import as_owner, scope
 from recall.embeddings import Embedder
-from recall.errors import InvalidInputError, StoreError
+from recall.errors import StoreError
 from recall.memory import Turn, make_turn, stored_length
 from recall.search.fusion import FusionModel, default_fusion
 from recall.search.second_stage import SecondStage, second_stage_for
 
-__all__ = ["Plan", "StoreBase"]
+__all__ = ["Plan", "StoreCore"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -37,21 +38,13 @@ class Plan(NamedTuple):
     hnsw_index: str | None  # the name of their own HNSW index, if built
 
 
-class StoreBase:
-    """The state and plumbing the store's parts share (see `MemoryStore`).
+class StoreCore:
+    """The state and plumbing the store's parts share: `MemoryStore` makes one and passes it
+    to each part (docs/decisions/0033-the-store-decides.md, "The store as parts held").
 
     Args:
-        pool: an autocommit pool whose connections have pgvector registered.
-        embedder: embeds turns and queries.
-        settings: limits, search and index settings.
-        database: where the pool connects (kept for the embedded server's lifetime).
-        fusion: the hybrid mode's fusion model, for an embedder without a second stage; None:
-            the shipped one (`recall.search.fusion.default_fusion`).
-        second_stage: the hybrid mode's learned second stage and gate (decision 0024): True
-            for the one shipped for the embedder's model (the fusion where none is), False for
-            the fusion always, or a `SecondStage` of your own fit.
-        read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads
-            stay on `pool` until the replica has replayed their latest write here (0021).
+        pool, embedder, settings, database, fusion, second_stage, read_pool: as
+            `MemoryStore` takes them (its defaults are the store's; here each is given).
     """
 
     def __init__(
@@ -60,10 +53,10 @@ class StoreBase:
         embedder: Embedder,
         settings: Settings,
         *,
-        database: Database | None = None,
-        fusion: FusionModel | None = None,
-        second_stage: SecondStage | bool = True,
-        read_pool: AsyncConnectionPool | None = None,
+        database: Database | None,
+        fusion: FusionModel | None,
+        second_stage: SecondStage | bool,
+        read_pool: AsyncConnectionPool | None,
     ) -> None:
         self.pool = pool
         self.read_pool = read_pool or pool
@@ -77,57 +70,21 @@ class StoreBase:
         # (memory count, own HNSW index) per user. A stale entry costs speed, never results:
         # the exact plan is exact for any user, and the indexed path re-reads the plan. Writes
         # and erasure in this process drop the user's entry.
-        self._plans: TTLCache[str, Plan] = TTLCache(maxsize=10000, ttl=300)
-        self._index_tasks: dict[str, asyncio.Task[None]] = {}
+        self.plans: TTLCache[str, Plan] = TTLCache(maxsize=10000, ttl=300)
         # With a replica: the primary's WAL end after each user's latest write or erasure in
         # this process. Their reads go to the primary until the replica has replayed that far
         # (decision 0021); an entry goes once seen replayed, or after an hour.
-        self._fences: TTLCache[str, int] = TTLCache(maxsize=100000, ttl=3600)
-        self._closed = False
+        self.fences: TTLCache[str, int] = TTLCache(maxsize=100000, ttl=3600)
+        self.closed = False
 
-    @asynccontextmanager
-    async def connection(
-        self, user_id: str | None = None, *, all_users: bool = False, read: bool = False
-    ) -> AsyncIterator[AsyncConnection[Any]]:
-        """A pooled connection in a transaction scoped, for row-level security, to one user
-        (or with `all_users`, to everyone: for ingestion, statistics and maintenance).
-
-        An escape hatch for applications and scripts; the store's own methods do not use it.
-
-        Raises:
-            StoreError: the database failed.
-        """
-        if user_id is None and not all_users:
-            raise InvalidInputError("connection() needs a user_id or all_users=True")
-        async with self._conn("connection", user=user_id, all_users=all_users, read=read) as conn:
-            yield conn
-
-    async def warm_up(self) -> None:
-        """Load the embedding model now, so the first user does not wait for it."""
-        await self.embedder.embed_documents(["warm-up"])
-        await self.embedder.embed_query("warm-up")
-
-    async def close(self) -> None:
-        """Finish background index builds and close the pool (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        tasks = list(self._index_tasks.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    async def close_pools(self) -> None:
+        """Close the pools (the store marks itself `closed` and stops its builds first)."""
         await self.pool.close()
         if self.read_pool is not self.pool:
             await self.read_pool.close()
 
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     @asynccontextmanager
-    async def _conn(
+    async def conn(
         self,
         op: str,
         *,
@@ -144,7 +101,7 @@ class StoreBase:
         A read is for `reader` (or `user`): it goes to the primary while the replica has not
         replayed that user's latest write. A write names the users it changes in `fence`.
         """
-        if self._closed:
+        if self.closed:
             raise StoreError("the store is closed")
         try:
             async with self._pooled(read, reader or user) as conn:
@@ -167,7 +124,7 @@ class StoreBase:
     async def _pooled(self, read: bool, reader: str | None) -> AsyncIterator[AsyncConnection[Any]]:
         """A primary connection, or for a read a replica one, unless the replica has not yet
         replayed `reader`'s latest write: then a primary one, without waiting."""
-        fence = self._fences.get(reader) if read and reader is not None else None
+        fence = self.fences.get(reader) if read and reader is not None else None
         if not read:
             pool = self.pool
         elif fence is None or reader is None:
@@ -177,8 +134,8 @@ class StoreBase:
                 replayed = await wal_replayed(conn)
                 caught_up = replayed is None or replayed >= fence  # None: not a standby
                 if caught_up:
-                    if self._fences.get(reader) == fence:  # not moved on by a newer write
-                        self._fences.pop(reader, None)
+                    if self.fences.get(reader) == fence:  # not moved on by a newer write
+                        self.fences.pop(reader, None)
                     yield conn
             if caught_up:
                 return
@@ -192,9 +149,9 @@ class StoreBase:
         users' reads stay on the primary until the replica has replayed that far."""
         position = await wal_written(conn)
         for user in users:
-            self._fences[user] = max(position, self._fences.get(user, 0))
+            self.fences[user] = max(position, self.fences.get(user, 0))
 
-    def _turn(
+    def turn(
         self,
         user_id: object,
         user_message: object,
@@ -214,15 +171,15 @@ class StoreBase:
             **kw,
         )
 
-    def _note_added(self, user_id: str, count: int) -> None:
+    def note_added(self, user_id: str, count: int) -> None:
         """Keep a user's cached plan after a write (so the next search of a chat that just
         stored its turn still takes the one-call path), unless the write may take the user
         over the index threshold: then the next search re-reads it and schedules the build."""
-        plan = self._plans.get(user_id)
+        plan = self.plans.get(user_id)
         if plan is None:
             return
         total = plan.memories + count
         if plan.hnsw_index is None and total >= self.settings.user_index_threshold:
-            self._plans.pop(user_id, None)
+            self.plans.pop(user_id, None)
         else:
-            self._plans[user_id] = Plan(total, plan.hnsw_index)
+            self.plans[user_id] = Plan(total, plan.hnsw_index)
