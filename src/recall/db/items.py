@@ -8,6 +8,7 @@ whose transaction the caller holds.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,10 +22,12 @@ from recall.db.sql import fetch_all, query, run
 from recall.embeddings import Vector
 
 __all__ = [
+    "IndexScan",
     "ItemWrite",
     "SearchPlan",
     "delete_items",
     "get_items",
+    "index_scans",
     "list_ns",
     "prefix_size",
     "refresh_items",
@@ -62,8 +65,8 @@ class SearchPlan:
     namespace ("every"), scanning `ef_search` wide; None: the exact scan. Through the index
     over every namespace, which leaves out the vectors of namespaces with an index of their own
     (migration 0022), `scans` names the namespaces under the prefix whose own index is scanned
-    beside it; the flagged vectors of any other indexed namespace under the prefix are compared
-    exactly.
+    beside it, each with its own breadth (`ef_search` is then the wide index's); the flagged
+    vectors of any other indexed namespace under the prefix are compared exactly.
     """
 
     prefix: str
@@ -77,7 +80,7 @@ class SearchPlan:
     weights: Sequence[float] = ()
     through: Literal["namespace", "every"] | None = None
     ef_search: int = 100
-    scans: tuple[str, ...] = ()
+    scans: tuple[tuple[str, int], ...] = ()
 
     @property
     def candidates(self) -> int:
@@ -195,10 +198,38 @@ def _scan(near: sql.Composable, part: int, plan: SearchPlan, dims: int) -> sql.C
     )
 
 
+@dataclass(frozen=True, slots=True)
+class IndexScan:
+    """One HNSW scan of an indexed search: its number in the statement (`part`), the
+    namespace whose own index it reads (None: the index over every namespace) and how wide it
+    looks (`hnsw.ef_search`: the index's breadth, at least the plan's candidates)."""
+
+    part: int
+    ns: str | None
+    ef_search: int
+
+
+def index_scans(plan: SearchPlan) -> list[IndexScan]:
+    """The HNSW scans of `plan`'s indexed search, in the order they run: the prefix's own
+    index, or the index over every namespace then each own index named in `plan.scans`. Empty
+    for a plan that goes through no index."""
+    if plan.through is None:
+        return []
+    first = IndexScan(0, plan.prefix if plan.through == "namespace" else None, plan.ef_search)
+    others = [IndexScan(part, ns, ef) for part, (ns, ef) in enumerate(plan.scans, start=1)]
+    if plan.through == "namespace":
+        others = []
+    return [
+        dataclasses.replace(s, ef_search=max(s.ef_search, plan.candidates))
+        for s in [first, *others]
+    ]
+
+
 async def _search_indexed(
     conn: AsyncConnection[Any], plan: SearchPlan, dims: int
 ) -> list[StoreItemRow]:
     within, params = scope(plan.prefix, "v")
+    planned = index_scans(plan)
     scans: list[sql.Composed] = []
     rest: sql.Composable = sql.SQL("FALSE")
     if plan.through == "namespace":
@@ -214,14 +245,15 @@ async def _search_indexed(
         # the index over every namespace holds the unflagged vectors (NOT own_index, a constant
         # its predicate needs); each namespace with an index of its own is scanned through it
         scans.append(_scan(sql.SQL("{} AND NOT v.own_index").format(within), 0, plan, dims))
-        for part, ns in enumerate(plan.scans, start=1):
-            scans.append(_scan(sql.SQL("v.ns = {}").format(sql.Literal(ns)), part, plan, dims))
+        for scan in planned[1:]:
+            near = sql.SQL("v.ns = {}").format(sql.Literal(scan.ns))
+            scans.append(_scan(near, scan.part, plan, dims))
         rest = _composed(
             "store_indexes_unscanned",
             dims=sql.Literal(dims),
             xscope=scope(plan.prefix, "x")[0],
         )
-        params["scanned"] = list(plan.scans)
+        params["scanned"] = [ns for ns, _ in plan.scans]
     params = {
         **params,
         **plan.filter.params,
@@ -230,23 +262,45 @@ async def _search_indexed(
         "limit": plan.limit,
         "offset": plan.offset,
     }
-    statement = _composed(
-        "store_search_indexed",
-        scans=sql.SQL(" UNION ALL ").join(scans),
-        rest=rest,
-        filter=plan.filter.condition,
-        dims=sql.Literal(dims),
-    )
+    parts = {"rest": rest, "filter": plan.filter.condition, "dims": sql.Literal(dims)}
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    # the knobs and the search in one round trip, in a transaction of their own (or a
-    # savepoint of the caller's): the knobs hold for it only
-    async with conn.pipeline(), conn.transaction():
-        await conn.execute(
-            query("store_search_knobs"), {"ef_search": max(plan.ef_search, plan.candidates)}
+    if len({scan.ef_search for scan in planned}) == 1:
+        statement = _composed(
+            "store_search_indexed", scans=sql.SQL(" UNION ALL ").join(scans), **parts
         )
-        # the index's predicate (ns, dims) is in the text as constants, so even a generic plan
-        # proves it: prepared, the statement is planned once per index and connection
-        await cur.execute(statement, params, prepare=True)
+        # the knobs and the search in one round trip, in a transaction of their own (or a
+        # savepoint of the caller's): the knobs hold for it only
+        async with conn.pipeline(), conn.transaction():
+            await run(conn, "store_search_knobs", {"ef_search": planned[0].ef_search})
+            # the index's predicate (ns, dims) is in the text as constants, so even a generic
+            # plan proves it: prepared, the statement is planned once per index and connection
+            await cur.execute(statement, params, prepare=True)
+        return await cur.fetchall()
+    # Scans of different breadths: one hnsw.ef_search holds for a whole statement, so each scan
+    # is a statement of its own after its own knob (all in one round trip), and their
+    # candidates go into the same statement, which compares the rest and assembles the page.
+    async with conn.transaction():
+        async with conn.pipeline():
+            found = []
+            for scan, statement in zip(planned, scans, strict=True):
+                await run(conn, "store_search_knobs", {"ef_search": scan.ef_search})
+                found.append(await conn.execute(statement, params, prepare=True))
+        seen = [row for each in found for row in await each.fetchall()]
+        await cur.execute(
+            _composed(
+                "store_search_indexed",
+                scans=sql.SQL(query("store_search_candidates").decode()),
+                **parts,
+            ),
+            {
+                **params,
+                "near_ns": [row[0] for row in seen],
+                "near_keys": [row[1] for row in seen],
+                "near_distances": [row[2] for row in seen],
+                "near_parts": [row[3] for row in seen],
+            },
+            prepare=True,
+        )
     return await cur.fetchall()
 
 
