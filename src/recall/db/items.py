@@ -23,11 +23,14 @@ from recall.embeddings import Vector
 
 __all__ = [
     "IndexScan",
+    "IndexedStatements",
     "ItemWrite",
     "SearchPlan",
+    "candidate_params",
     "delete_items",
     "get_items",
     "index_scans",
+    "indexed_statements",
     "list_ns",
     "prefix_size",
     "refresh_items",
@@ -225,9 +228,33 @@ def index_scans(plan: SearchPlan) -> list[IndexScan]:
     ]
 
 
-async def _search_indexed(
-    conn: AsyncConnection[Any], plan: SearchPlan, dims: int
-) -> list[StoreItemRow]:
+@dataclass(frozen=True, slots=True)
+class IndexedStatements:
+    """The statements of an indexed search (what `search_items` runs; benchmarks time them).
+
+    `scans`: each HNSW scan with its own statement (`store_search_indexed_scan`); `single`:
+    `store_search_indexed` with every scan in it (`UNION ALL`), run when the scans share one
+    breadth; `merge`: `store_search_indexed` over the candidates the scans returned as
+    statements of their own (`store_search_candidates`, with `candidate_params`); `params`:
+    the values of all of them.
+    """
+
+    scans: list[tuple[IndexScan, sql.Composed]]
+    single: sql.Composed
+    merge: sql.Composed
+    params: dict[str, Any]
+
+
+def candidate_params(rows: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
+    """The values of `store_search_candidates`: the scans' rows (ns, key, distance, part)."""
+    return {
+        name: [row[i] for row in rows]
+        for i, name in enumerate(("near_ns", "near_keys", "near_distances", "near_parts"))
+    }
+
+
+def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
+    """The statements of `plan`'s search through its indexes (`plan.through` is set)."""
     within, params = scope(plan.prefix, "v")
     planned = index_scans(plan)
     scans: list[sql.Composed] = []
@@ -254,53 +281,53 @@ async def _search_indexed(
             xscope=scope(plan.prefix, "x")[0],
         )
         params["scanned"] = [ns for ns, _ in plan.scans]
-    params = {
-        **params,
-        **plan.filter.params,
-        "query": plan.query,
-        "candidates": plan.candidates,
-        "limit": plan.limit,
-        "offset": plan.offset,
-    }
     parts = {"rest": rest, "filter": plan.filter.condition, "dims": sql.Literal(dims)}
+    return IndexedStatements(
+        scans=list(zip(planned, scans, strict=True)),
+        single=_composed("store_search_indexed", scans=sql.SQL(" UNION ALL ").join(scans), **parts),
+        merge=_composed(
+            "store_search_indexed",
+            scans=sql.SQL(query("store_search_candidates").decode()),
+            **parts,
+        ),
+        params={
+            **params,
+            **plan.filter.params,
+            "query": plan.query,
+            "candidates": plan.candidates,
+            "limit": plan.limit,
+            "offset": plan.offset,
+        },
+    )
+
+
+async def _search_indexed(
+    conn: AsyncConnection[Any], plan: SearchPlan, dims: int
+) -> list[StoreItemRow]:
+    statements = indexed_statements(plan, dims)
+    params = statements.params
+    breadths = {scan.ef_search for scan, _ in statements.scans}
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    if len({scan.ef_search for scan in planned}) == 1:
-        statement = _composed(
-            "store_search_indexed", scans=sql.SQL(" UNION ALL ").join(scans), **parts
-        )
+    # the index's predicate (ns, dims) is in each statement's text as constants, so even a
+    # generic plan proves it: prepared, a statement is planned once per index and connection
+    if len(breadths) == 1:
         # the knobs and the search in one round trip, in a transaction of their own (or a
         # savepoint of the caller's): the knobs hold for it only
         async with conn.pipeline(), conn.transaction():
-            await run(conn, "store_search_knobs", {"ef_search": planned[0].ef_search})
-            # the index's predicate (ns, dims) is in the text as constants, so even a generic
-            # plan proves it: prepared, the statement is planned once per index and connection
-            await cur.execute(statement, params, prepare=True)
+            await run(conn, "store_search_knobs", {"ef_search": breadths.pop()})
+            await cur.execute(statements.single, params, prepare=True)
         return await cur.fetchall()
-    # Scans of different breadths: one hnsw.ef_search holds for a whole statement, so each scan
-    # is a statement of its own after its own knob (all in one round trip), and their
-    # candidates go into the same statement, which compares the rest and assembles the page.
+    # Scans of different breadths (issue 38): one hnsw.ef_search holds for a whole statement,
+    # so each scan is a statement of its own after its own knob, all in one round trip; their
+    # candidates then go into the statement that compares the rest exactly and makes the page.
     async with conn.transaction():
         async with conn.pipeline():
             found = []
-            for scan, statement in zip(planned, scans, strict=True):
+            for scan, statement in statements.scans:
                 await run(conn, "store_search_knobs", {"ef_search": scan.ef_search})
                 found.append(await conn.execute(statement, params, prepare=True))
-        seen = [row for each in found for row in await each.fetchall()]
-        await cur.execute(
-            _composed(
-                "store_search_indexed",
-                scans=sql.SQL(query("store_search_candidates").decode()),
-                **parts,
-            ),
-            {
-                **params,
-                "near_ns": [row[0] for row in seen],
-                "near_keys": [row[1] for row in seen],
-                "near_distances": [row[2] for row in seen],
-                "near_parts": [row[3] for row in seen],
-            },
-            prepare=True,
-        )
+        near = [row for each in found for row in await each.fetchall()]
+        await cur.execute(statements.merge, {**params, **candidate_params(near)}, prepare=True)
     return await cur.fetchall()
 
 
