@@ -17,9 +17,9 @@ from structlog.testing import capture_logs
 from recall import RecallStore
 from recall.basestore import planning
 from recall.config import Settings
-from recall.db import items
 from recall.db.calibration import calibrate_index, record_breadth
 from recall.db.pool import connect_once
+from recall.db.sql import run as run_sql
 from recall.db.storeindex import Breadth
 from tests.conftest import Databases
 
@@ -201,6 +201,13 @@ async def test_a_prefix_search_scans_each_index_at_its_own_breadth(
     namespace under it, each scan after its own hnsw.ef_search (its index's calibrated
     breadth), and the page assembled from their candidates and the exact compare of what no
     scan covers is the exact scan's, filters and deeper pages included."""
+    knobs: list[int] = []
+
+    async def watched(conn: Any, name: str, params: Any = None) -> int:
+        if name == "store_search_knobs":
+            knobs.append(params["ef_search"])
+        return await run_sql(conn, name, params)
+
     async for store in _open(url, store_index_threshold=60, store_wide_threshold=100):
         await store.abatch(
             [PutOp(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i}) for i in range(70)]
@@ -226,15 +233,7 @@ async def test_a_prefix_search_scans_each_index_at_its_own_breadth(
         await store.wait_for_index_builds()
         assert store._planner.through("org", DIMS) == "every"
         assert store._planner.scans("org", DIMS) == (("org.a", 120), ("org.b", 300))
-        knobs: list[int] = []
-        real_run = items.run
-
-        async def watched(conn: Any, name: str, params: Any = None) -> int:
-            if name == "store_search_knobs":
-                knobs.append(params["ef_search"])
-            return await real_run(conn, name, params)
-
-        monkeypatch.setattr(items, "run", watched)
+        monkeypatch.setattr("recall.db.items.run", watched)
         searches: list[dict[str, Any]] = [
             {"query": q, "limit": 10} for q in ("alpha 85", "beta 3", "beta 90", "team 9", "x")
         ] + [
