@@ -7,8 +7,9 @@ The stores of `benchmarks/basestore.py --data real --items 30000 --namespaces 30
 --large 20000,50000 --large-queries 40 --everywhere 60` (100,000 items in 302 namespaces, the
 namespaces of 3,055, 20,000 and 50,000 items with an index of their own, the rest in the index
 over every namespace), kept between runs in the databases `basestore.py --keep` uses (loaded
-here when missing). After a warm-up and the builds it sets off, the 60 searches of the prefix
-("users",) go through each variant, the variants in turns (blocks of 25), --rounds times:
+here when missing, `harness.storeload`). After a warm-up and the builds it sets off, the 60
+searches of the prefix ("users",) go through each variant, the variants in turns (blocks of
+25), --rounds times:
 - the peer's `asearch`;
 - ours: `asearch` (each HNSW scan a statement of its own at its index's calibrated breadth,
   then the statement that merges their candidates), and `asearch` as before this change (one
@@ -31,12 +32,13 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import numpy as np
-from basestore import OURS, PEER, open_loaded, opened
 from harness.db import app_connection
 from harness.items import PREFIX, Items, Query
 from harness.realtext import question_vectors, real_items, turn_vectors
 from harness.report import git_revision, machine, publish, table
 from harness.run import parser, run
+from harness.storeload import open_loaded, opened
+from harness.storephases import OURS, PEER
 from harness.storetables import exact_answer
 from harness.timing import Call, percentiles, timed, timed_interleaved
 from psycopg import AsyncConnection, sql
