@@ -17,8 +17,9 @@ from structlog.testing import capture_logs
 from recall import RecallStore
 from recall.basestore import planning
 from recall.config import Settings
-from recall.db.calibration import calibrate_index
+from recall.db.calibration import calibrate_index, record_breadth
 from recall.db.pool import connect_once
+from recall.db.sql import run as run_sql
 from recall.db.storeindex import Breadth
 from tests.conftest import Databases
 
@@ -175,7 +176,7 @@ async def test_the_index_over_every_namespace_leaves_out_namespaces_with_their_o
         await store.asearch(("org",), query="query", limit=10)  # the planner counts the prefix
         await store.wait_for_index_builds()
         assert store._planner.through("org", DIMS) == "every"
-        assert store._planner.scans("org", DIMS) == ("org.big",)
+        assert [ns for ns, _ in store._planner.scans("org", DIMS)] == ["org.big"]
         queries = ["big 85", "big 3", "late 7", "team 9", "query"]
         for q in queries:
             exact = await _exact(store, monkeypatch, ("org",), query=q, limit=10)
@@ -191,6 +192,63 @@ async def test_the_index_over_every_namespace_leaves_out_namespaces_with_their_o
             exact = await _exact(store, monkeypatch, ("org",), query=q, limit=10)
             indexed = _page(await store.asearch(("org",), query=q, limit=10))
             assert [(ns, key) for ns, key, _ in indexed] == [(ns, key) for ns, key, _ in exact]
+
+
+async def test_a_prefix_search_scans_each_index_at_its_own_breadth(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: a prefix through the index over every namespace scans the own index of each
+    namespace under it, each scan after its own hnsw.ef_search (its index's calibrated
+    breadth), and the page assembled from their candidates and the exact compare of what no
+    scan covers is the exact scan's, filters and deeper pages included."""
+    knobs: list[int] = []
+
+    async def watched(conn: Any, name: str, params: Any = None) -> int:
+        if name == "store_search_knobs":
+            knobs.append(params["ef_search"])
+        return await run_sql(conn, name, params)
+
+    async for store in _open(url, store_index_threshold=60, store_wide_threshold=100):
+        await store.abatch(
+            [PutOp(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i}) for i in range(70)]
+            + [PutOp(("org", "b"), f"b{i}", {"text": f"beta {i}", "n": i}) for i in range(80)]
+            + [PutOp(("org", f"t{j}"), "k", {"text": f"team {j}", "n": j}) for j in range(50)]
+        )
+        await store.build_indexes(every_namespace=True)
+        # written after the indexes: flagged, in org.a's and org.b's own indexes only
+        await store.abatch(
+            [PutOp(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i}) for i in range(70, 90)]
+            + [PutOp(("org", "b"), f"b{i}", {"text": f"beta {i}", "n": i}) for i in range(80, 95)]
+        )
+        await store.wait_for_index_builds()
+        breadths = {"": 60, "org.a": 120, "org.b": 300}  # as if calibrated so (distinct)
+        conn = await connect_once(url)
+        try:
+            for ns, ef_search in breadths.items():
+                await record_breadth(conn, ns, DIMS, Breadth(ef_search, 1.0, 10_000))
+        finally:
+            await conn.close()
+        await store._planner.refresh_now()
+        await store.asearch(("org",), query="query", limit=10)  # the planner counts the prefix
+        await store.wait_for_index_builds()
+        assert store._planner.through("org", DIMS) == "every"
+        assert store._planner.scans("org", DIMS) == (("org.a", 120), ("org.b", 300))
+        monkeypatch.setattr("recall.db.items.run", watched)
+        searches: list[dict[str, Any]] = [
+            {"query": q, "limit": 10} for q in ("alpha 85", "beta 3", "beta 90", "team 9", "x")
+        ] + [
+            {"query": "alpha 88", "limit": 5, "offset": 4},
+            {"query": "beta 91", "limit": 10, "filter": {"n": {"$gte": 40}}},
+        ]
+        for search in searches:
+            exact = await _exact(store, monkeypatch, ("org",), **search)
+            knobs.clear()
+            indexed = _page(await store.asearch(("org",), **search))
+            assert knobs == [60, 120, 300]  # the wide index, then org.a's, then org.b's
+            assert [(ns, key) for ns, key, _ in indexed] == [(ns, key) for ns, key, _ in exact]
+            assert [s for *_, s in indexed] == pytest.approx([s for *_, s in exact], abs=1e-9)
+        top = _page(await store.asearch(("org",), query="beta 90", limit=1))
+        assert top[0][:2] == ("org.b", "b90")  # a flagged vector, from org.b's own scan
 
 
 async def test_a_batch_that_takes_a_namespace_past_the_threshold_builds_its_index_at_once(

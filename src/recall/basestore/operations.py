@@ -204,6 +204,7 @@ async def run_read(
                 plan,
                 through=through,
                 ef_search=planner.breadth(plan.prefix, dims, through),
+                # each with its own breadth: scanned by statements of their own (issue 38)
                 scans=planner.scans(plan.prefix, dims) if through == "every" else (),
             )
             planner.searched(plan.prefix, dims)

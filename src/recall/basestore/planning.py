@@ -136,14 +136,15 @@ class IndexPlanner:
             return "every"
         return None
 
-    def scans(self, prefix: str, dims: int) -> tuple[str, ...]:
+    def scans(self, prefix: str, dims: int) -> tuple[tuple[str, int], ...]:
         """The namespaces under `prefix` whose own index a search through the index over every
         namespace scans beside it (that index leaves out their flagged vectors, migration
-        0022): every usable one this process knows of, sorted (the statement's text, prepared
-        once per set). The flagged vectors of the others are compared exactly."""
+        0022), each with its breadth (as `breadth` says for the namespace): every usable one
+        this process knows of, sorted (the statements' text, prepared once per index). The
+        flagged vectors of the others are compared exactly."""
         return tuple(
             sorted(
-                ns
+                (ns, self._breadth(ns, dims))
                 for ns, d in self._indexes.names
                 if d == dims
                 and ns != EVERY_NAMESPACE
@@ -186,13 +187,9 @@ class IndexPlanner:
         """How wide a search through `through` looks (hnsw.ef_search): the index's calibrated
         breadth; not calibrated, or grown by `GROWTH` since (until calibrated again): the
         rule of decision 0023 (`hnsw_ef_search`, at least MIN_BREADTH, one more per
-        VECTORS_PER_EF vectors), at least the breadth calibrated before."""
-        if through == "every":
-            # one hnsw.ef_search for the statement: the widest of the indexes it scans
-            return max(
-                [self._breadth(EVERY_NAMESPACE, dims)]
-                + [self._breadth(ns, dims) for ns in self.scans(prefix, dims)]
-            )
+        VECTORS_PER_EF vectors), at least the breadth calibrated before. Through the index over
+        every namespace, that index's own: each own index scanned beside it looks as wide as
+        its own (`scans`)."""
         return self._breadth(prefix if through == "namespace" else EVERY_NAMESPACE, dims)
 
     def _breadth(self, ns: str, dims: int) -> int:

@@ -8,6 +8,7 @@ whose transaction the caller holds.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,10 +22,15 @@ from recall.db.sql import fetch_all, query, run
 from recall.embeddings import Vector
 
 __all__ = [
+    "IndexScan",
+    "IndexedStatements",
     "ItemWrite",
     "SearchPlan",
+    "candidate_params",
     "delete_items",
     "get_items",
+    "index_scans",
+    "indexed_statements",
     "list_ns",
     "prefix_size",
     "refresh_items",
@@ -62,8 +68,8 @@ class SearchPlan:
     namespace ("every"), scanning `ef_search` wide; None: the exact scan. Through the index
     over every namespace, which leaves out the vectors of namespaces with an index of their own
     (migration 0022), `scans` names the namespaces under the prefix whose own index is scanned
-    beside it; the flagged vectors of any other indexed namespace under the prefix are compared
-    exactly.
+    beside it, each with its own breadth (`ef_search` is then the wide index's); the flagged
+    vectors of any other indexed namespace under the prefix are compared exactly.
     """
 
     prefix: str
@@ -77,7 +83,7 @@ class SearchPlan:
     weights: Sequence[float] = ()
     through: Literal["namespace", "every"] | None = None
     ef_search: int = 100
-    scans: tuple[str, ...] = ()
+    scans: tuple[tuple[str, int], ...] = ()
 
     @property
     def candidates(self) -> int:
@@ -195,10 +201,62 @@ def _scan(near: sql.Composable, part: int, plan: SearchPlan, dims: int) -> sql.C
     )
 
 
-async def _search_indexed(
-    conn: AsyncConnection[Any], plan: SearchPlan, dims: int
-) -> list[StoreItemRow]:
+@dataclass(frozen=True, slots=True)
+class IndexScan:
+    """One HNSW scan of an indexed search: its number in the statement (`part`), the
+    namespace whose own index it reads (None: the index over every namespace) and how wide it
+    looks (`hnsw.ef_search`: the index's breadth, at least the plan's candidates)."""
+
+    part: int
+    ns: str | None
+    ef_search: int
+
+
+def index_scans(plan: SearchPlan) -> list[IndexScan]:
+    """The HNSW scans of `plan`'s indexed search, in the order they run: the prefix's own
+    index, or the index over every namespace then each own index named in `plan.scans`. Empty
+    for a plan that goes through no index."""
+    if plan.through is None:
+        return []
+    first = IndexScan(0, plan.prefix if plan.through == "namespace" else None, plan.ef_search)
+    others = [IndexScan(part, ns, ef) for part, (ns, ef) in enumerate(plan.scans, start=1)]
+    if plan.through == "namespace":
+        others = []
+    return [
+        dataclasses.replace(s, ef_search=max(s.ef_search, plan.candidates))
+        for s in [first, *others]
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedStatements:
+    """The statements of an indexed search (what `search_items` runs; benchmarks time them).
+
+    `scans`: each HNSW scan with its own statement (`store_search_indexed_scan`); `single`:
+    `store_search_indexed` with every scan in it (`UNION ALL`), run when the scans share one
+    breadth; `merge`: `store_search_indexed` over the candidates the scans returned as
+    statements of their own (`store_search_candidates`, with `candidate_params`); `params`:
+    the values of all of them.
+    """
+
+    scans: list[tuple[IndexScan, sql.Composed]]
+    single: sql.Composed
+    merge: sql.Composed
+    params: dict[str, Any]
+
+
+def candidate_params(rows: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
+    """The values of `store_search_candidates`: the scans' rows (ns, key, distance, part)."""
+    return {
+        name: [row[i] for row in rows]
+        for i, name in enumerate(("near_ns", "near_keys", "near_distances", "near_parts"))
+    }
+
+
+def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
+    """The statements of `plan`'s search through its indexes (`plan.through` is set)."""
     within, params = scope(plan.prefix, "v")
+    planned = index_scans(plan)
     scans: list[sql.Composed] = []
     rest: sql.Composable = sql.SQL("FALSE")
     if plan.through == "namespace":
@@ -214,39 +272,62 @@ async def _search_indexed(
         # the index over every namespace holds the unflagged vectors (NOT own_index, a constant
         # its predicate needs); each namespace with an index of its own is scanned through it
         scans.append(_scan(sql.SQL("{} AND NOT v.own_index").format(within), 0, plan, dims))
-        for part, ns in enumerate(plan.scans, start=1):
-            scans.append(_scan(sql.SQL("v.ns = {}").format(sql.Literal(ns)), part, plan, dims))
+        for scan in planned[1:]:
+            near = sql.SQL("v.ns = {}").format(sql.Literal(scan.ns))
+            scans.append(_scan(near, scan.part, plan, dims))
         rest = _composed(
             "store_indexes_unscanned",
             dims=sql.Literal(dims),
             xscope=scope(plan.prefix, "x")[0],
         )
-        params["scanned"] = list(plan.scans)
-    params = {
-        **params,
-        **plan.filter.params,
-        "query": plan.query,
-        "candidates": plan.candidates,
-        "limit": plan.limit,
-        "offset": plan.offset,
-    }
-    statement = _composed(
-        "store_search_indexed",
-        scans=sql.SQL(" UNION ALL ").join(scans),
-        rest=rest,
-        filter=plan.filter.condition,
-        dims=sql.Literal(dims),
+        params["scanned"] = [ns for ns, _ in plan.scans]
+    parts = {"rest": rest, "filter": plan.filter.condition, "dims": sql.Literal(dims)}
+    return IndexedStatements(
+        scans=list(zip(planned, scans, strict=True)),
+        single=_composed("store_search_indexed", scans=sql.SQL(" UNION ALL ").join(scans), **parts),
+        merge=_composed(
+            "store_search_indexed",
+            scans=sql.SQL(query("store_search_candidates").decode()),
+            **parts,
+        ),
+        params={
+            **params,
+            **plan.filter.params,
+            "query": plan.query,
+            "candidates": plan.candidates,
+            "limit": plan.limit,
+            "offset": plan.offset,
+        },
     )
+
+
+async def _search_indexed(
+    conn: AsyncConnection[Any], plan: SearchPlan, dims: int
+) -> list[StoreItemRow]:
+    statements = indexed_statements(plan, dims)
+    params = statements.params
+    breadths = {scan.ef_search for scan, _ in statements.scans}
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    # the knobs and the search in one round trip, in a transaction of their own (or a
-    # savepoint of the caller's): the knobs hold for it only
-    async with conn.pipeline(), conn.transaction():
-        await conn.execute(
-            query("store_search_knobs"), {"ef_search": max(plan.ef_search, plan.candidates)}
-        )
-        # the index's predicate (ns, dims) is in the text as constants, so even a generic plan
-        # proves it: prepared, the statement is planned once per index and connection
-        await cur.execute(statement, params, prepare=True)
+    # the index's predicate (ns, dims) is in each statement's text as constants, so even a
+    # generic plan proves it: prepared, a statement is planned once per index and connection
+    if len(breadths) == 1:
+        # the knobs and the search in one round trip, in a transaction of their own (or a
+        # savepoint of the caller's): the knobs hold for it only
+        async with conn.pipeline(), conn.transaction():
+            await run(conn, "store_search_knobs", {"ef_search": breadths.pop()})
+            await cur.execute(statements.single, params, prepare=True)
+        return await cur.fetchall()
+    # Scans of different breadths (issue 38): one hnsw.ef_search holds for a whole statement,
+    # so each scan is a statement of its own after its own knob, all in one round trip; their
+    # candidates then go into the statement that compares the rest exactly and makes the page.
+    async with conn.transaction():
+        async with conn.pipeline():
+            found = []
+            for scan, statement in statements.scans:
+                await run(conn, "store_search_knobs", {"ef_search": scan.ef_search})
+                found.append(await conn.execute(statement, params, prepare=True))
+        near = [row for each in found for row in await each.fetchall()]
+        await cur.execute(statements.merge, {**params, **candidate_params(near)}, prepare=True)
     return await cur.fetchall()
 
 

@@ -153,8 +153,9 @@ LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_indexed
 -- Through HNSW indexes (migration 0015; recall.db.storeindex): the nearest `candidates` vectors
--- of each index scan in <scans> (store_search_indexed_scan blocks joined by UNION ALL) whose
--- items are live and pass the filter, then every candidate's exact cosine, ranked as
+-- of each index scan in <scans> (store_search_indexed_scan blocks joined by UNION ALL when the
+-- scans share one hnsw.ef_search; else store_search_candidates, what each scan returned as a
+-- statement of its own) whose items are live and pass the filter, then every candidate's exact cosine, ranked as
 -- store_search_semantic ranks. <rest> is what no scan covers, compared exactly, all of it: a
 -- namespace's children when the scan is the namespace's own index; for the index over every
 -- namespace, which leaves out vectors flagged own_index (migration 0022), the flagged vectors of
@@ -198,7 +199,8 @@ WHERE NOT EXISTS (
 ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
 
 -- name: store_search_indexed_scan
--- One index's scan in store_search_indexed: <near> is the index's predicate and the prefix
+-- One index's scan in store_search_indexed (or a statement of its own, run after its own
+-- store_search_knobs, when the scans of one search differ in breadth): <near> is the index's predicate and the prefix
 -- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range AND NOT v.own_index
 -- for the index over every namespace), <part> the scan's number, <vtype> the index's vector
 -- type (vector(<dims>)), <dims> the dimension, both constants.
@@ -209,6 +211,14 @@ ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
    AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
  ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
  LIMIT %(candidates)s)
+
+-- name: store_search_candidates
+-- <scans> of store_search_indexed when the scans ran as statements of their own, each at its
+-- own hnsw.ef_search (a prefix through the index over every namespace and the own indexes
+-- under it): their candidates, as they returned them, with each scan's number
+SELECT n.ns, n.key, n.distance, n.part
+FROM unnest(%(near_ns)s::text[], %(near_keys)s::text[], %(near_distances)s::float8[],
+            %(near_parts)s::int4[]) AS n (ns, key, distance, part)
 
 -- name: store_indexes_unscanned
 -- <rest> of a search through the index over every namespace: the flagged vectors (migration
