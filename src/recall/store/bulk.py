@@ -100,9 +100,9 @@ class Bulk:
         self,
         turns: Iterable[Mapping[str, Any]],
         *,
-        batch_size: int = 1000,
+        batch_size: int,
         on_batch: Callable[[int], Awaitable[None] | None] | None = None,
-        writers: int = 2,
+        writers: int,
         progress: ImportProgress | None = None,
         on_progress: Callable[[ImportProgress], None] | None = None,
     ) -> list[str]:

@@ -42,9 +42,9 @@ class Conversations:
         self,
         user_id: str,
         conversation_id: str,
-        n: int = 5,
+        n: int,
         *,
-        kinds: Sequence[str] = ("summary", "turn"),
+        kinds: Sequence[str],
     ) -> list[Memory]:
         """The conversation's `n` newest memories, newest first, of the first kind in `kinds`
         that it has any of (by default its model-written memories, else its stored turns).
@@ -128,9 +128,7 @@ class Conversations:
         self.core.note_added(uid, stored.created)
         return stored
 
-    async def chat_summary(
-        self, user_id: str, conversation_id: str, *, read: bool = True
-    ) -> str | None:
+    async def chat_summary(self, user_id: str, conversation_id: str, *, read: bool) -> str | None:
         """The conversation's rolling summary, or None.
 
         Args:

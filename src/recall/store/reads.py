@@ -63,7 +63,7 @@ class Reads:
     def __init__(self, core: StoreCore) -> None:
         self.core = core
 
-    async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
+    async def recent(self, user_id: str, n: int) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None).
 
         Raises:
@@ -79,8 +79,8 @@ class Reads:
     async def page(
         self,
         user_id: str,
-        limit: int = 20,
-        before: Memory | tuple[datetime, str] | None = None,
+        limit: int,
+        before: Memory | tuple[datetime, str] | None,
         *,
         kind: str | None = None,
     ) -> list[Memory]:
@@ -112,7 +112,7 @@ class Reads:
             rows = await memories_page(conn, uid, limit, cursor, kind)
         return [row_memory(r) for r in rows]
 
-    async def export(self, user_id: str, *, page_size: int = 1000) -> AsyncIterator[Memory]:
+    async def export(self, user_id: str, *, page_size: int) -> AsyncIterator[Memory]:
         """Every memory of the user, newest first, read from the primary (a replica may not
         have the latest yet) one page of `page_size` at a time, each on its own connection.
         A memory written during the export may be left out; none is read twice.
@@ -137,7 +137,7 @@ class Reads:
             cursor = (rows[-1].created_at, rows[-1].id)
         log.info("memory.export.done", count=count)
 
-    async def summaries(self, user_id: str, limit: int = 100) -> list[ConversationSummary]:
+    async def summaries(self, user_id: str, limit: int) -> list[ConversationSummary]:
         """The rolling summaries of the user's conversations (`recall.creation`), newest first.
 
         Raises:

@@ -336,7 +336,7 @@ class Search:
         self,
         user_id: str,
         keywords: str,
-        limit: int = 5,
+        limit: int,
         *,
         conversation_id: str | None = None,
     ) -> list[Memory]:

@@ -43,7 +43,7 @@ class Writes:
         conversation_id: str | None = None,
         created_at: Any = None,
         metadata: Mapping[str, Any] | None = None,
-        kind: str = "turn",
+        kind: str,
         provenance: Provenance | Mapping[str, Any] | None = None,
     ) -> Memory:
         """Store one user/AI turn pair and return it; the same turn twice is stored once, and
