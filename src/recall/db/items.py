@@ -218,14 +218,12 @@ def index_scans(plan: SearchPlan) -> list[IndexScan]:
     for a plan that goes through no index."""
     if plan.through is None:
         return []
-    first = IndexScan(0, plan.prefix if plan.through == "namespace" else None, plan.ef_search)
-    others = [IndexScan(part, ns, ef) for part, (ns, ef) in enumerate(plan.scans, start=1)]
-    if plan.through == "namespace":
-        others = []
-    return [
-        dataclasses.replace(s, ef_search=max(s.ef_search, plan.candidates))
-        for s in [first, *others]
-    ]
+    if plan.through == "namespace":  # the prefix's own index alone
+        scans = [IndexScan(0, plan.prefix, plan.ef_search)]
+    else:  # the index over every namespace, then each own index named in the plan
+        scans = [IndexScan(0, None, plan.ef_search)]
+        scans += [IndexScan(part, ns, ef) for part, (ns, ef) in enumerate(plan.scans, start=1)]
+    return [dataclasses.replace(s, ef_search=max(s.ef_search, plan.candidates)) for s in scans]
 
 
 @dataclass(frozen=True, slots=True)
