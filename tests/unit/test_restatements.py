@@ -82,6 +82,14 @@ def test_near_duplicates_are_word_for_word() -> None:
     assert not near_duplicate("I do not drive a Toyota Prius.\nNice car!", text)
     assert not near_duplicate("Prius a Toyota drive I.\nNice car!", text)  # another order
     assert not near_duplicate("", text)
+    # a word in another's place, though every word is in the stored text: a different turn
+    said = "turn 1 of user 11: today I did some books\nNoted (3 memories)."
+    assert not near_duplicate(
+        "turn 11 of user 11: today I did some books\nNoted (3 memories).", said
+    )
+    kids = "my son is 5 and my daughter is 7 and we live in Leeds"
+    assert not near_duplicate("my son is 7 and my daughter is 7 and we live in Leeds", kids)
+    assert near_duplicate("my son is 5 and my daughter is 7 and we live in Leeds!", kids)
 
 
 def test_repeats_are_read_from_metadata() -> None:

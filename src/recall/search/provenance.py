@@ -201,12 +201,17 @@ def repeats_of(metadata: Mapping[str, Any] | None) -> int:
 
 
 def near_duplicate(text: str, stored: str) -> bool:
-    """Whether `text` repeats `stored` almost word for word: every word of it (function words
-    too: "not" is a word) is in `stored`, and their word sequences match at least
-    `SAME_WORDS`. A text that adds a word is never one: counting it instead of storing it
-    would lose that word."""
+    """Whether `text` repeats `stored` almost word for word: its words (function words too:
+    "not" is a word) are `stored`'s in the same order with at most a few left out, and their
+    word sequences match at least `SAME_WORDS`. A text that adds a word, or puts one word in
+    another's place ("turn 11 of user 11" after "turn 1 of user 11", though every word of it
+    is in the stored text), is never one: counting it instead of storing it would lose that
+    word."""
     new = _ANY_WORD.findall(text.lower())
     old = _ANY_WORD.findall(stored.lower())
     if not new or not set(new) <= set(old):
         return False
-    return SequenceMatcher(None, old, new, autojunk=False).ratio() >= SAME_WORDS
+    matcher = SequenceMatcher(None, old, new, autojunk=False)
+    if any(op in ("replace", "insert") for op, *_ in matcher.get_opcodes()):
+        return False
+    return matcher.ratio() >= SAME_WORDS
