@@ -16,7 +16,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-run test test-citus lint typecheck unit run demo bench clean
+.PHONY: install install-run test test-kernels test-citus lint typecheck unit run demo bench clean
 
 # pip install $(1): progress on a terminal, the log kept either way; the log printed on failure
 pip = if [ -t 1 ]; then $(PY) -m pip install --progress-bar on $(1) 2>&1 | tee -a $(PIP_LOG); \
@@ -69,6 +69,17 @@ typecheck: install
 
 test: lint typecheck
 	$(PY) -m pytest
+
+# The unit tests again under other OpenBLAS kernels (issue 44): numpy's products sum in another
+# order on another CPU, so a test that holds a float to the last bit passes on one machine and
+# fails on the next. Sandybridge runs on any x86-64 CPU, SkylakeX where it has AVX-512; other
+# architectures have neither, and the target says so and passes.
+KERNELS := $(if $(filter x86_64,$(shell uname -m)),Sandybridge $(if $(shell grep -m1 -o avx512f /proc/cpuinfo 2>/dev/null),SkylakeX))
+
+test-kernels: install
+	@$(if $(KERNELS),,echo "no other OpenBLAS kernel to try on $$(uname -m)")
+	@set -e; for kernel in $(KERNELS); do echo "== unit tests under OPENBLAS_CORETYPE=$$kernel"; \
+		OPENBLAS_CORETYPE=$$kernel $(PY) -m pytest -q -p no:cacheprovider tests/unit; done
 
 # The store's integration tests on a real Citus cluster (docs/scaling.md): Debian's build
 # packages (apt), Citus and pgvector built once from ../shared/vendor into .recall/citus, a

@@ -111,7 +111,7 @@ async def test_searches_run_on_the_standby_and_writes_on_the_primary(
     on_standby, on_primary = standby.read(), primary.read()
     assert on_standby.count("recall.search_exact(") == 1
     assert on_standby.count("recall.search_keyword(") == 2
-    assert on_standby.count("ORDER BY created_at DESC, id DESC") == 1  # recent
+    assert on_standby.count("ORDER BY created_at DESC, content_hash DESC") == 1  # recent
     assert "recall.search_" not in on_primary and "created_at DESC" not in on_primary
 
 

@@ -1,12 +1,14 @@
 """`fts` and `doc_len` are kept by a trigger since migration 0007 (one parse of the body per
 write): they must hold exactly what the generated columns of 0002/0003 computed."""
 
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
 from recall.db.pool import connect_once
+from recall.memory import make_turn
 from recall.store import MemoryStore
 
 # the generated expressions of migrations 0002 and 0003, verbatim
@@ -95,13 +97,54 @@ async def test_updates_recompute_them_and_they_cannot_be_set_by_hand(
         await conn.close()
 
 
-async def test_equal_bm25_is_an_exact_tie_broken_by_id(store: MemoryStore, user: str) -> None:
+async def test_equal_bm25_is_an_exact_tie_broken_by_what_a_rebuild_keeps(
+    store: MemoryStore, user: str
+) -> None:
     # the same terms and length (the "!"s are no lexemes): the same BM25 to the last digit,
-    # whatever order the terms were summed in (migration 0016), so the id alone orders them
-    await store.add_turns(
-        {"user_id": user, "user_message": "alpha beta gamma delta" + "!" * i, "ai_response": "ok"}
+    # whatever order the terms were summed in (migration 0016); the tie goes to the newer
+    # memory, then by content hash (migration 0023), never by the random id, so two users
+    # (or two databases) holding the same memories, stored in any order, get the same order
+    older, newer = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
+    turns = [
+        {"user_message": "alpha beta gamma delta" + "!" * i, "ai_response": "ok",
+         "created_at": newer if i % 2 else older}
         for i in range(6)
-    )
-    found = await store.search(user, "alpha beta gamma delta", limit=6, mode="keyword")
-    assert len(found) == 6 and len({m.score for m in found}) == 1
-    assert [m.id for m in found] == sorted(m.id for m in found)
+    ]  # fmt: skip
+    other = user + "-again"
+    await store.add_turns({**t, "user_id": user} for t in turns)
+    await store.add_turns({**t, "user_id": other} for t in reversed(turns))
+    for who in (user, other):
+        hashes = {
+            t["user_message"]: make_turn(who, t["user_message"], "ok").content_hash for t in turns
+        }
+        want = sorted(turns, key=lambda t: (t["created_at"] == older, hashes[t["user_message"]]))
+        found = await store.search(who, "alpha beta gamma delta", limit=6, mode="keyword")
+        assert len(found) == 6 and len({m.score for m in found}) == 1
+        assert [m.user_message for m in found] == [t["user_message"] for t in want]
+
+
+async def test_an_equal_distance_is_a_tie_broken_by_what_a_rebuild_keeps(
+    store: MemoryStore, user: str
+) -> None:
+    # one text in four conversations: four memories at the same distance from any query
+    older, newer = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
+    turns = [
+        {"user_message": "my bike is green", "ai_response": "ok", "conversation_id": f"c{i}",
+         "created_at": newer if i % 2 else older}
+        for i in range(4)
+    ]  # fmt: skip
+    other = user + "-again"
+    await store.add_turns({**t, "user_id": user} for t in turns)
+    await store.add_turns({**t, "user_id": other} for t in reversed(turns))
+    for who in (user, other):
+        hashes = {
+            t["conversation_id"]: make_turn(
+                who, "my bike is green", "ok", conversation_id=t["conversation_id"]
+            ).content_hash
+            for t in turns
+        }
+        key = {t["conversation_id"]: (t["created_at"] == older, hashes[t["conversation_id"]])
+               for t in turns}  # fmt: skip
+        found = await store.search(who, "what colour is my bike", 4, 0.0, mode="semantic")
+        assert len({m.similarity for m in found}) == 1
+        assert [m.conversation_id for m in found] == sorted(key, key=key.__getitem__)

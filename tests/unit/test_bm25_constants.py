@@ -50,7 +50,8 @@ def bm25_sources() -> list[tuple[str, str]]:
 def test_the_live_bm25_sql_is_where_it_is_expected() -> None:
     where = {w.split(" ")[0] for w, _t in bm25_sources()}
     assert where == {"search_keyword", "search_terms", "items.sql"}
-    assert live_functions()["search_keyword"][0] == "0016_bm25_ties.sql"
+    assert live_functions()["search_keyword"][0] == "0023_stable_ties.sql"
+    assert live_functions()["search_terms"][0] == "0023_stable_ties.sql"
 
 
 @pytest.mark.parametrize(("where", "text"), [pytest.param(w, t, id=w) for w, t in bm25_sources()])

@@ -43,7 +43,7 @@ def test_the_shipped_fusion_is_the_fit_of_decision_0005() -> None:
     assert load_model(json.dumps(fusion.to_json()), FusionModel.from_json) == fusion
 
 
-def test_fusion_scores_are_its_logistic_model_and_ties_go_by_key() -> None:
+def test_fusion_scores_are_its_logistic_model_and_ties_keep_the_candidates_order() -> None:
     fusion = FusionModel(-1.0, (1.0, 2.0, 0.5, 0.25, 0.125))
     cands = [
         Candidate("b", cosine=0.5, bm25=5.0, vector_rank=1, keyword_rank=0),
@@ -56,7 +56,10 @@ def test_fusion_scores_are_its_logistic_model_and_ties_go_by_key() -> None:
     z = -1.0 + 0.5 + 2.0 + 0.5 * 0.5 + 0.25 * 0.5 + 0.125
     assert ranking.scores[0] == pytest.approx(1 / (1 + math.exp(-z)))
     assert ranking.scores[2] == pytest.approx(1 / (1 + math.exp(-(-1.0 + 0.9 + 0.25))))
-    assert list(ranking.order) == [1, 0, 2]  # a before b: the same score, ties by key
+    # b before a: the same score, and a tie keeps the candidates' order (the SQL's, stable
+    # wherever the memories are stored), not their keys (random ids)
+    assert list(ranking.order) == [0, 1, 2]
+    assert list(fusion.rank(QUERY, [cands[1], cands[0], cands[2]]).order) == [0, 1, 2]
     assert ranking.explanation(0) is None
 
 

@@ -201,7 +201,7 @@ SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kin
        NULL::float8 AS distance, NULL::float8 AS bm25
 FROM recall.memories
 WHERE user_id = %(user_id)s
-ORDER BY created_at DESC, id DESC
+ORDER BY created_at DESC, content_hash DESC  -- ties as a rebuild keeps them, not by random id
 LIMIT %(limit)s;
 
 -- name: memories_page
@@ -435,11 +435,11 @@ ORDER BY m.user_id, m.conversation_id;
 -- name: nearest_summary
 -- Exact nearest model-written memory of the user (for near-duplicate detection).
 WITH scored AS MATERIALIZED (
-    SELECT id, embedding <=> %(query)s AS distance
+    SELECT id, embedding <=> %(query)s AS distance, created_at, content_hash
     FROM recall.memories
     WHERE user_id = %(user_id)s AND kind = 'summary'
 )
-SELECT id, distance FROM scored ORDER BY distance, id LIMIT 1;
+SELECT id, distance FROM scored ORDER BY distance, created_at DESC, content_hash LIMIT 1;
 
 -- name: update_summary_memory
 UPDATE recall.memories
@@ -465,7 +465,7 @@ SELECT id, conversation_id, user_message, ai_response, created_at, metadata, kin
        NULL::float8 AS distance, NULL::float8 AS bm25
 FROM recall.memories
 WHERE user_id = %(user_id)s AND conversation_id = %(conversation_id)s AND kind = %(kind)s
-ORDER BY created_at DESC, id DESC
+ORDER BY created_at DESC, content_hash DESC  -- ties as a rebuild keeps them, not by random id
 LIMIT %(limit)s;
 
 -- name: forget_progress

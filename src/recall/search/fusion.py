@@ -65,7 +65,7 @@ def features(candidates: Sequence[Candidate]) -> list[tuple[float, ...]]:
 @dataclass(frozen=True, slots=True)
 class FusionRanking:
     """The fusion's verdict on one query's candidates (a `recall.search.rankers.Ranking`):
-    best first by relevance, ties by key; it gives no parts of a score."""
+    best first by relevance, ties in the candidates' order; it gives no parts of a score."""
 
     order: list[int]
     scores: list[float]
@@ -109,7 +109,9 @@ class FusionModel:
         """Score the merged candidates (`recall.search.ranking.merge_candidates`); the query
         itself is not read: the candidates carry all the fusion knows of it."""
         scores = self.relevance(candidates)
-        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], candidates[i].key))
+        # ties keep the candidates' order (the vector side's, then the keyword side's), which
+        # the SQL made stable (migration 0023); their ids are random
+        order = sorted(range(len(candidates)), key=lambda i: -scores[i])
         return FusionRanking(order, scores)
 
     @classmethod

@@ -295,7 +295,9 @@ class SecondStage:
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
         capped = intent + self.intent_offset
         gate = min(match, capped)
-        order = sorted(range(len(rows)), key=lambda i: (-float(logits[i]), rows[i].id))
+        # ties keep the candidates' order, which the SQL made stable (migration 0023); an id
+        # would differ between two databases holding the same memories
+        order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))
         best = float(logits[order[0]]) if order else 0.0
         scores = [_sigmoid(gate + self.slope * (float(z) - best)) for z in logits]
         return Scored(order, scores, np.asarray(logits), gate, match, capped, x, prod, gx, bonus)

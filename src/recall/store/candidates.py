@@ -39,9 +39,10 @@ def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
 
 def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
     """The ids of the best `k` memories by BM25, and a few more: questions left unanswered
-    leave afterwards (`_pick`). Ties go by id: UUIDs compare as their text does, and as
-    PostgreSQL orders them."""
-    hits = sorted((t for t in terms if t.id is not None), key=lambda t: (-(t.bm25 or 0.0), t.id))
+    leave afterwards (`_pick`). Ties keep recall.search_terms' order, which puts the newer
+    memory first, then goes by content hash (migration 0023): the same in any database that
+    holds the same memories, where the ids are random."""
+    hits = sorted((t for t in terms if t.id is not None), key=lambda t: -(t.bm25 or 0.0))
     return [t.id for t in hits[: k + ECHO_SLACK] if t.id is not None]
 
 
@@ -55,12 +56,11 @@ def _pick(
 ) -> list[DetailRow]:
     """The second stage's candidates, in `details`' order: the vector side's (`near`), and the
     best `k` by BM25 once the questions left unanswered (`unanswered`, their ids) are out (the
-    SQL brings a few more for that). Picked before they are assembled, so that only they are."""
-    bm25 = {t.id: t.bm25 or 0.0 for t in terms if t.id is not None}
+    SQL brings a few more for that). Picked before they are assembled, so that only they are.
+    The keyword side goes in `terms`' order (ties as in `_best_by_bm25`)."""
+    place = {t.id: n for n, t in enumerate(terms) if t.id is not None and (t.bm25 or 0.0) > 0}
     answered = [d for d in details if d.id not in unanswered]
-    by_bm25 = sorted(
-        (d for d in answered if bm25.get(d.id, 0.0) > 0), key=lambda d: (-bm25[d.id], d.id)
-    )
+    by_bm25 = sorted((d for d in answered if d.id in place), key=lambda d: place[d.id])
     wanted = set(near) | {d.id for d in by_bm25[:k]}
     return [d for d in answered if d.id in wanted]
 
@@ -128,8 +128,9 @@ class Candidates:
                 user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k), vectors
             )
             unanswered = _unanswered_ids(details)
-            # the exact nearest, as recall.search_exact orders them
-            ordered = sorted(details, key=lambda d: (d.distance, d.id))[: k + ECHO_SLACK]
+            # the exact nearest, as recall.search_exact orders them: the details come in that
+            # order (distance, ties to the newer memory, then by content hash; migration 0023)
+            ordered = sorted(details, key=lambda d: d.distance)[: k + ECHO_SLACK]
             near = [r.id for r in ordered if r.id not in unanswered][:k]
         rows = assemble(terms, _pick(terms, details, near, k, unanswered))
         position = {r.id: i for i, r in enumerate(rows)}
