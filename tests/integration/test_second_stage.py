@@ -22,6 +22,9 @@ from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
 
 T0 = datetime(2026, 3, 1, 9, tzinfo=UTC)
+# when the questions are asked (issue 44): a time they name ("good morning") is read from here,
+# not from the clock, which would put the thread inside "this morning" on 1 March 2026 only
+ASKED = T0 + timedelta(days=1, hours=3)
 # told in one thread; the questions below ask about them in other words
 THREAD = [
     ("hey there!", "Hi! How can I help?"),
@@ -62,13 +65,13 @@ async def test_the_default_path_is_the_second_stage(bge_store: MemoryStore, user
 @pytest.mark.parametrize("text", ["good morning!", "thank you so much", "what's 12 times 12?"])
 async def test_small_talk_gets_nothing(bge_store: MemoryStore, user: str, text: str) -> None:
     await told(bge_store, user)
-    assert await bge_store.search(user, text) == []
+    assert await bge_store.search(user, text, now=ASKED) == []
 
 
 async def test_the_gate_explains_itself(bge_store: MemoryStore, user: str) -> None:
     ids = await told(bge_store, user)
     found = await bge_store.search(
-        user, "where does my sibling live now?", similarity_threshold=0.0, explain=True
+        user, "where does my sibling live now?", similarity_threshold=0.0, explain=True, now=ASKED
     )
     assert found[0].id == ids[2]
     why = found[0].explanation
@@ -233,20 +236,20 @@ async def test_find_says_what_the_store_decided(bge_store: MemoryStore, user: st
     pass; `search` returns those that pass, and asking for what is kept out changes none."""
     await told(bge_store, user)
     text = "Which instrument am I practising?"
-    result = await bge_store.find(user, text, explain=True, kept_out=True)
+    result = await bge_store.find(user, text, explain=True, kept_out=True, now=ASKED)
     assert (result.mode, result.limit, result.threshold) == ("hybrid", 3, 0.5)
     assert result.threshold_applies
     assert len(result.found) == 3  # what passes, then the best kept out, up to the limit
     passing = [f.memory.id for f in result.found if f.passes]
-    assert passing == [m.id for m in await bge_store.search(user, text)]
+    assert passing == [m.id for m in await bge_store.search(user, text, now=ASKED)]
     assert [f.passes for f in result.found] == sorted(
         (f.passes for f in result.found), reverse=True
     )
     assert all(f.why and f.memory.explanation is not None for f in result.found)
-    plain = await bge_store.find(user, text)
+    plain = await bge_store.find(user, text, now=ASKED)
     assert [f.memory.id for f in plain.found] == passing and all(f.passes for f in plain.found)
     assert all(f.why == () and f.memory.explanation is None for f in plain.found)
-    small_talk = await bge_store.find(user, "good morning!", kept_out=True)
+    small_talk = await bge_store.find(user, "good morning!", kept_out=True, now=ASKED)
     assert small_talk.found and not any(f.passes for f in small_talk.found)
     assert small_talk.memories == []
 
@@ -270,3 +273,26 @@ async def test_find_in_the_other_modes(store: MemoryStore, user: str) -> None:
     assert all((f.memory.score or 0.0) < 0.5 for f in keyword.found)  # under 0.5, returned
     with pytest.raises(InvalidInputError, match="mode must be one of"):
         await store.find(user, "Max", mode="fuzzy")
+
+
+async def test_a_search_reads_the_time_a_message_names_from_the_moment_given(
+    fake_store: MemoryStore, user: str
+) -> None:
+    """Issue 44: `now` is when the message is asked, whatever the clock says: the memory from
+    the day before it comes first, and `explain` gives ages from it (naive: UTC)."""
+    tahoe, rainier = await fake_store.add_turns(
+        {"user_id": user, "user_message": f"I went hiking at {place} with Sam",
+         "ai_response": "ok", "conversation_id": place, "created_at": T0 + timedelta(days=days)}
+        for days, place in ((0, "Lake Tahoe"), (14, "Mount Rainier"))
+    )  # fmt: skip
+    text = "Where did I go hiking yesterday?"
+    for asked, order in ((T0 + timedelta(days=1), [tahoe, rainier]),
+                         (T0 + timedelta(days=15), [rainier, tahoe])):  # fmt: skip
+        for now in (asked, asked.replace(tzinfo=None)):
+            result = await fake_store.find(user, text, similarity_threshold=0.0, explain=True,
+                                           now=now)  # fmt: skip
+            assert [str(f.memory.id) for f in result.found] == order
+    ages = [w for w in result.found[1].why if w.startswith("It was said")]
+    assert ages and ages[0].startswith("It was said 15 days ago")  # Lake Tahoe, from `now`
+    with pytest.raises(InvalidInputError, match="now"):
+        await fake_store.search(user, text, now="yesterday")  # type: ignore[arg-type]

@@ -670,14 +670,16 @@ async def test_recall_log_level(env: ProcessEnv, databases: Databases) -> None:
 
 # -- retention (a database of their own: retention works across every user) -----------------
 
+# the moment retention runs, and the turns' ages are measured from (issue 44: not the clock)
+RETAINED_AT = datetime(2026, 3, 1, 12, tzinfo=UTC)
+
 
 async def _retention_store(env: ProcessEnv, databases: Databases, user: str) -> MemoryStore:
     env.setenv("RECALL_DATABASE_URL", await databases.create("recall_retention"))
     store = await open_store()
-    now = datetime.now(UTC)
     await store.add_turns(
         {"user_id": user, "user_message": f"turn number {age}", "ai_response": "ok",
-         "created_at": now - timedelta(days=age)}
+         "created_at": RETAINED_AT - timedelta(days=age)}
         for age in (90, 20, 1)
     )  # fmt: skip
     return store
@@ -686,7 +688,7 @@ async def _retention_store(env: ProcessEnv, databases: Databases, user: str) -> 
 async def test_recall_retention_days(env: ProcessEnv, databases: Databases, user: str) -> None:
     env.setenv("RECALL_RETENTION_DAYS", "30")
     async with await _retention_store(env, databases, user) as store:
-        await store.apply_retention()
+        await store.apply_retention(now=RETAINED_AT)
         left = {m.user_message for m in await store.recent(user, 10)}
     assert left == {"turn number 20", "turn number 1"}  # kept by default: all three
 
@@ -696,7 +698,7 @@ async def test_recall_retention_max_per_user(
 ) -> None:
     env.setenv("RECALL_RETENTION_MAX_PER_USER", "1")
     async with await _retention_store(env, databases, user) as store:
-        await store.apply_retention()
+        await store.apply_retention(now=RETAINED_AT)
         left = {m.user_message for m in await store.recent(user, 10)}
     assert left == {"turn number 1"}  # kept by default: all three
 

@@ -729,3 +729,28 @@ def test_boosting_ranks_within_each_group_with_groups() -> None:
     model = boosting.fit(x, y, np.ones(400), ("a", "b", "c"), groups=[20] * 20, rounds=30)
     top = [int(np.argmax(model.logits(x[s : s + 20]))) for s in range(0, 400, 20)]
     assert sum(y[s + t] for s, t in zip(range(0, 400, 20), top, strict=True)) >= 18
+
+
+@pytest.mark.parametrize(
+    "day",
+    ["2026-06-01", "2026-08-31", "2026-11-28", "2026-11-29", "2027-05-05"],  # Sat, Sun, ...
+)
+@pytest.mark.parametrize("hour", ["00:05", "06:00", "23:55"])
+def test_the_time_probes_memories_are_from_when_their_questions_say(day: str, hour: str) -> None:
+    """Issue 44: at any hour, the window each question of benchmarks/time_probe.py names holds
+    its memory and no other of its topic, all dated before the moment asked (the days left out
+    are those on which a question has two answers, e.g. "last year" in January, when last March
+    was last year too)."""
+    from time_probe import DATA, dated, moment
+
+    from recall.search.when import time_window
+
+    asked = moment(f"{day}T{hour}")
+    for topic in json.loads(DATA.read_text("utf-8"))["topics"]:
+        moments = [dated(m["when"], asked) for m in topic["memories"]]
+        assert all(m < asked for m in moments)
+        for q in topic["questions"]:
+            window = time_window(q["text"], asked)
+            assert window is not None, q["text"]
+            inside = [i for i, m in enumerate(moments) if window.holds(m)]
+            assert inside == [q["memory"]], (q["text"], moments, window)

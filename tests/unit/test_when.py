@@ -3,7 +3,9 @@ and the candidates from inside one put first."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
@@ -71,6 +73,48 @@ def test_a_season_not_yet_over_is_last_years_unless_it_is_this_one() -> None:
 def test_a_naive_now_is_utc() -> None:
     window = time_window("yesterday", NOW.replace(tzinfo=None))
     assert window is not None and window.start == day(2026, 11, 25)
+
+
+@pytest.mark.parametrize(
+    ("text", "asked", "start"),
+    [
+        ("what did I cook this morning", NOW.replace(hour=0, minute=5), day(2026, 11, 25)),
+        ("what did I cook this morning", NOW.replace(hour=6), day(2026, 11, 25)),  # not begun
+        ("what did I cook this morning", NOW.replace(hour=6, minute=1), day(2026, 11, 26)),
+        ("what did I cook this morning", NOW.replace(hour=23, minute=55), day(2026, 11, 26)),
+        ("who did I see this evening", NOW.replace(hour=12), day(2026, 11, 25)),
+        ("who did I see this evening", NOW.replace(hour=23, minute=55), day(2026, 11, 26)),
+        ("Where did I go hiking yesterday?", NOW.replace(hour=0, minute=5), day(2026, 11, 25)),
+        ("Where did I go hiking yesterday?", NOW.replace(hour=23, minute=55), day(2026, 11, 25)),
+    ],
+)
+def test_a_part_of_the_day_is_the_last_one_begun(
+    text: str, asked: datetime, start: datetime
+) -> None:
+    """Issue 44: at 00:05 this morning has not begun: the last morning was yesterday's."""
+    window = time_window(text, asked)
+    assert window is not None and (window.start, window.end) == (start, start + timedelta(days=1))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "what did I cook this morning",
+        "Where did we go last weekend?",
+        "Which film did we see two months ago?",
+        "yesterday",
+    ],
+)
+def test_the_window_depends_on_the_moment_only(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same moment written in another timezone names the same window, and the process's
+    clock and timezone (parsedatetime reads them for "this morning") change nothing."""
+    asked = datetime(2026, 11, 29, 0, 5, tzinfo=UTC)  # a Sunday, five minutes in
+    window = time_window(text, asked)
+    for zone in ("Pacific/Kiritimati", "America/Adak"):
+        assert time_window(text, asked.astimezone(ZoneInfo(zone))) == window
+    elsewhen = time.gmtime(datetime(2026, 7, 4, 15, tzinfo=UTC).timestamp())
+    monkeypatch.setattr(time, "localtime", lambda *_: elsewhen)
+    assert time_window(text, asked) == window
 
 
 def test_the_candidates_from_inside_come_first_in_the_rankers_order() -> None:

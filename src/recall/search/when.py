@@ -6,7 +6,9 @@ the general forms ("yesterday", "two months ago", "last year", "in March", "8 Ma
 Friday", "this morning"); a short table adds what it does not know: the weekend, the seasons
 (northern hemisphere), a few holidays, and "fortnight". Every window is in the past: a memory is
 never from the future, so a message about what is coming ("next week", "tomorrow") names no
-window here, and a month or weekday without a year is the last one before now.
+window here, a month or weekday without a year is the last one before now, and a part of the
+day ("this morning") is the day of the last one that has begun (at 00:05, yesterday's). Days
+are UTC days, whatever the process's timezone: the window depends only on the moment asked.
 
 A cheap word test comes first, so a message with no word of time costs no parse.
 """
@@ -109,15 +111,19 @@ def _table(low: str, now: datetime) -> Window | None:
 
 
 def _parsed(low: str, now: datetime, calendar: parsedatetime.Calendar) -> Window | None:
-    """The first expression parsedatetime finds that names a date (a part of today's day when
-    the words say so: "this morning"), as a past window."""
+    """The first expression parsedatetime finds that names a date (the day of the last part of
+    a day the words name: "this morning"), as a past window. `now` is in UTC."""
     naive = now.replace(tzinfo=None)
     for when, context, _start, _end, words in calendar.nlp(low, sourceTime=naive) or ():
         accuracy = context.accuracy
         if not context.hasDate:
             if accuracy & _HALFDAY and _HALF_DAYS & set(_WORDS.findall(words)):
-                today = _midnight(now)
-                return Window(today, today + timedelta(days=1), words.strip())
+                # only the hour the part begins is read: parsedatetime dates "this morning"
+                # from the process's clock and timezone, not from sourceTime
+                day = _midnight(now)
+                if day.replace(hour=when.hour, minute=when.minute) >= now:
+                    day -= timedelta(days=1)  # not begun today (at 00:05): yesterday's
+                return Window(day, day + timedelta(days=1), words.strip())
             continue  # a time of day alone ("dinner") names no date
         moment = when.replace(tzinfo=UTC)
         if accuracy & _DAY:
@@ -147,7 +153,8 @@ def time_window(text: str, now: datetime) -> Window | None:
 
     Args:
         text: the message.
-        now: the moment it is asked (timezone-aware; UTC when naive).
+        now: the moment it is asked (UTC when naive); only the moment counts, not the
+            timezone it is written in.
     """
     low = text.lower()
     words = set(_WORDS.findall(low))
@@ -155,7 +162,8 @@ def time_window(text: str, now: datetime) -> Window | None:
         return None
     if not words.isdisjoint(_FUTURE):
         return None  # what is coming: no memory is from then
-    now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+    # one moment, one answer: a now written in another timezone names the same UTC days
+    now = now.astimezone(UTC) if now.tzinfo is not None else now.replace(tzinfo=UTC)
     if (window := _table(low, now)) is not None:
         return window
     low = _FORTNIGHT.sub("two weeks", low)

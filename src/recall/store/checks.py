@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from uuid import UUID
 
 from recall.errors import InvalidInputError
@@ -10,6 +11,7 @@ from recall.memory import clean_id
 __all__ = [
     "MAX_LIMIT",
     "check_limit",
+    "check_now",
     "check_threshold",
     "imported_id",
     "memory_key",
@@ -41,6 +43,21 @@ def check_threshold(threshold: object) -> float:
     if not 0.0 <= float(threshold) <= 1.0:
         raise InvalidInputError("similarity_threshold must be between 0 and 1")
     return float(threshold)
+
+
+def check_now(now: object) -> datetime:
+    """The moment a search is asked, in UTC: `now`, or the clock's when it is None. A naive
+    `now` is taken as UTC, as `recall.search.when.time_window` takes it, so that the time a
+    message names and the age `explain` gives are read from one and the same moment.
+
+    Raises:
+        InvalidInputError: `now` is neither None nor a datetime.
+    """
+    if now is None:
+        return datetime.now(UTC)
+    if not isinstance(now, datetime):
+        raise InvalidInputError(f"now must be a datetime, not {type(now).__name__}")
+    return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
 
 
 def memory_uuid(value: object) -> UUID | None:

@@ -256,9 +256,11 @@ class MemoryStore:
         mode: RetrievalMode | None = None,
         query_vector: Vector | None = None,
         explain: bool = False,
+        now: datetime | None = None,
     ) -> list[Memory]:
         """The user's memories most relevant to `query_text`, best first: the memories of
-        `find(...)` that pass (`SearchResult.memories`)."""
+        `find(...)` that pass (`SearchResult.memories`); a time the message names is read
+        from `now` (the clock's when None)."""
         return await self._search.search(
             user_id,
             query_text,
@@ -267,6 +269,7 @@ class MemoryStore:
             mode=mode,
             query_vector=query_vector,
             explain=explain,
+            now=now,
         )
 
     async def find(
@@ -280,6 +283,7 @@ class MemoryStore:
         query_vector: Vector | None = None,
         explain: bool = False,
         kept_out: bool = False,
+        now: datetime | None = None,
     ) -> SearchResult:
         """Search as `search` does, and say what was resolved and decided: the mode, limit
         and threshold used, and each memory's score and whether it passes. What the retrieve
@@ -294,6 +298,7 @@ class MemoryStore:
             query_vector=query_vector,
             explain=explain,
             kept_out=kept_out,
+            now=now,
         )
 
     async def keyword_search(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from recall.search.ranking import cosine, fuse, row_memory
 from recall.search.restatements import Candidate, arrange
 from recall.search.second_stage import SecondStage, StageCandidates
 from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates, answered
-from recall.store.checks import check_limit, check_threshold
+from recall.store.checks import check_limit, check_now, check_threshold
 from recall.store.core import StoreCore
 from recall.store.explaining import reasons
 from recall.store.results import Found, SearchResult
@@ -75,6 +75,7 @@ class Search:
         mode: RetrievalMode | None = None,
         query_vector: Vector | None = None,
         explain: bool = False,
+        now: datetime | None = None,
     ) -> list[Memory]:
         """The user's memories most relevant to `query_text`, best first: the memories of
         `find(...)` that pass (`SearchResult.memories`).
@@ -100,6 +101,9 @@ class Search:
             query_vector: a precomputed query embedding; `query_text` is then not embedded.
             explain: fill `Memory.explanation` with the parts of each score (hybrid mode with
                 the second stage only).
+            now: the moment the message is asked; a time it names ("yesterday", "last
+                summer") is read from here, and so is the age `explain` gives. None: the
+                clock's now; naive: UTC.
 
         Raises:
             InvalidInputError, EmbeddingError, StoreError.
@@ -112,6 +116,7 @@ class Search:
             mode=mode,
             query_vector=query_vector,
             explain=explain,
+            now=now,
         )
         return found.memories
 
@@ -126,6 +131,7 @@ class Search:
         query_vector: Vector | None = None,
         explain: bool = False,
         kept_out: bool = False,
+        now: datetime | None = None,
     ) -> SearchResult:
         """Search as `search` does, and say what was resolved and decided: the mode, limit
         and threshold used, and each memory's score and whether it passes. What the retrieve
@@ -140,6 +146,7 @@ class Search:
             kept_out: also bring the best memories the threshold (or the post-step that puts
                 a source before its restatements) keeps out, marked `passes=False`, after
                 those that pass, up to `limit` in all.
+            now: as for `search`.
 
         Raises:
             InvalidInputError, EmbeddingError, StoreError.
@@ -154,6 +161,7 @@ class Search:
             else similarity_threshold
         )
         used = self.core.settings.mode if mode is None else parse_mode(mode, InvalidInputError)
+        asked = check_now(now)
         vector, terms = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
             rows = answered(
@@ -163,15 +171,14 @@ class Search:
         else:
             floor = 0.0 if kept_out else threshold
             ranked = await self._ranked(
-                uid, query_text, vector, used, limit, threshold, floor, terms
+                uid, query_text, vector, used, limit, threshold, floor, terms, asked
             )
             if ranked is None:
                 found = []
             else:
                 found = self._found(query_text, ranked, threshold, limit, explain, kept_out)
         if explain:
-            now = datetime.now(UTC)
-            found = [_with_reasons(query_text, f, used, threshold, now) for f in found]
+            found = [_with_reasons(query_text, f, used, threshold, asked) for f in found]
         return SearchResult(used, limit, threshold, used != "keyword", tuple(found))
 
     async def _query(
@@ -201,10 +208,11 @@ class Search:
         threshold: float,
         floor: float,
         terms: list[TermRow] | None,
+        now: datetime,
     ) -> _Ranked | None:
         """The candidates of semantic or hybrid mode, ranked (None: the second stage found
         none); in semantic mode only those with a cosine of `floor` at least (`threshold`,
-        or 0 to see what it keeps out)."""
+        or 0 to see what it keeps out); `now`: when the message is asked."""
         # a few more rows than asked for: echoes of the query are dropped (recall.search.echo)
         if mode == "semantic":
             fetch = limit + ECHO_SLACK
@@ -223,7 +231,9 @@ class Search:
                 within,
             )
         if self.core.second_stage is not None:
-            return await self._second_stage(self.core.second_stage, uid, text, vector, limit, terms)
+            return await self._second_stage(
+                self.core.second_stage, uid, text, vector, limit, terms, now
+            )
         pool_size = max(limit, self.core.settings.hybrid_candidates)
 
         async def vector_side() -> list[MemoryRow]:
@@ -235,7 +245,7 @@ class Search:
         # two connections at once: the two candidate queries run in parallel on the server
         vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
         # echoes leave before fusion: its rank features compare each candidate with the best
-        query = Query(text, np.asarray(vector, dtype=np.float64))
+        query = Query(text, np.asarray(vector, dtype=np.float64), now)
         fused = fuse(answered(vec_rows), answered(kw_rows), self.core.fusion, query)
         found = [m for m, _score in fused]
         scores = [score for _m, score in fused]
@@ -303,9 +313,10 @@ class Search:
         vector: Vector,
         limit: int,
         terms: list[TermRow] | None,
+        now: datetime,
     ) -> _Ranked | None:
         """The default ranking: the candidates (`Candidates.for_query`), scored and gated in Python
-        (None: there are none)."""
+        (None: there are none); `now`: when the message is asked."""
         k = max(stage.candidates, limit)
         # the candidates' vectors only for a ranker that reads their products with the query's
         vectors = stage.product_weights is not None
@@ -314,7 +325,7 @@ class Search:
         )
         if not rows:
             return None
-        query = Query(text, np.asarray(vector, dtype=np.float64))
+        query = Query(text, np.asarray(vector, dtype=np.float64), now)
         scored = stage.rank(query, StageCandidates(rows, near))
         near_q = [cosine(r.distance) or 0.0 for r in rows]
 
