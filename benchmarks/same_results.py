@@ -10,6 +10,11 @@ the count to docs/benchmarks.md ('same-results').
     PYTHONPATH=src:benchmarks python benchmarks/same_results.py --out after.json
     python benchmarks/same_results.py --compare before.json after.json
 
+Every question is asked at one fixed moment (`--now`, by default 2026-06-15T12:00:00Z): a
+question that names a time ("last summer") is read relative to when it is asked, so two dumps
+made on different days would otherwise differ for that reason alone (issue 44). A `recall`
+from before issue 44 takes no moment: give `--now clock` to ask at the clock's.
+
 The `recall` that runs is the one on the import path (PYTHONPATH: the checkout under test);
 the dump names it and its commit. Both runs must ask the same database: two fresh databases
 gave slightly different scores to some questions with the same code (34 of 955 between two
@@ -26,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +50,7 @@ from recall.store import MemoryStore
 CACHE = ROOT / ".recall" / "same-results-vectors.npz"
 DIGITS = 9  # scores rounded to 1e-9
 DATABASE = "recall_bench_same_results"
+ASKED = "2026-06-15T12:00:00+00:00"  # the moment every question is asked, unless --now says
 
 Asked = tuple[str, str, str, np.ndarray]  # (key, user, question, its vector)
 
@@ -139,9 +146,10 @@ def _revision() -> tuple[str, str]:
     return str(tree), described.stdout.strip() or "unknown"
 
 
-async def dump(out: Path, fresh: bool) -> None:
+async def dump(out: Path, fresh: bool, now: datetime | None) -> None:
     """Store both dev sets (unless a previous run left them and not `fresh`), ask every
-    question at the defaults, and write what came back to `out`."""
+    question at the defaults at the moment `now` (None: the clock's, as a `recall` from before
+    issue 44 asks), and write what came back to `out`."""
     tree, revision = _revision()
     if fresh:
         url, stored = await fresh_database(DATABASE), False
@@ -155,9 +163,15 @@ async def dump(out: Path, fresh: bool) -> None:
         if not stored:
             await settle(url)  # VACUUM (ANALYZE), CHECKPOINT: no autovacuum during the asking
         for key, user, text, vector in asked:
-            found = await store.search(user, text, query_vector=vector)
+            if now is None:  # a recall before issue 44 has no `now`
+                found = await store.search(user, text, query_vector=vector)
+            else:
+                found = await store.search(user, text, query_vector=vector, now=now)
             results[key] = [_row(m) for m in found]
-    body = json.dumps({"tree": tree, "revision": revision, "results": results}, indent=1)
+    asked_at = "clock" if now is None else now.isoformat()
+    body = json.dumps(
+        {"tree": tree, "revision": revision, "now": asked_at, "results": results}, indent=1
+    )
     out.write_text(body)  # noqa: ASYNC240  # once, at the end
     print(f"{len(results)} questions asked at {revision} ({tree}): {out}")
 
@@ -183,6 +197,11 @@ async def main() -> None:
         "--fresh", action="store_true", help="store the dev sets again in a new database"
     )
     options.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    options.add_argument(
+        "--now",
+        default=ASKED,
+        help=f"the moment every question is asked, ISO 8601 (default {ASKED}), or 'clock'",
+    )
     args = options.parse_args()
     if args.compare:
         first, second, differ, asked, answered = compare(*args.compare)
@@ -196,7 +215,8 @@ async def main() -> None:
         return
     if args.out is None:
         raise SystemExit("give --out FILE (or --compare A B)")
-    await dump(args.out, args.fresh)
+    now = None if args.now == "clock" else datetime.fromisoformat(args.now)
+    await dump(args.out, args.fresh, now)
 
 
 if __name__ == "__main__":

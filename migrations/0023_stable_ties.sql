@@ -238,20 +238,25 @@ BEGIN
            pv.id, pv.distance, nx.id, nx.distance
     FROM picked
     JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = picked.id
+    -- the turn before and after, in (created_at, content_hash) order: two turns of one
+    -- conversation with the same time are in the same order in every database (the created_at
+    -- bound keeps the scan on the (user_id, conversation_id, created_at, id) index)
     LEFT JOIN LATERAL (
         SELECT b.id, b.embedding <=> p_query AS distance
         FROM recall.memories AS b
         WHERE b.user_id = p_user_id AND b.conversation_id = m.conversation_id
-          AND (b.created_at, b.id) < (m.created_at, m.id)
-        ORDER BY b.created_at DESC, b.id DESC
+          AND b.created_at <= m.created_at
+          AND (b.created_at, b.content_hash) < (m.created_at, m.content_hash)
+        ORDER BY b.created_at DESC, b.content_hash DESC
         LIMIT 1
     ) AS pv ON true
     LEFT JOIN LATERAL (
         SELECT a.id, a.embedding <=> p_query AS distance
         FROM recall.memories AS a
         WHERE a.user_id = p_user_id AND a.conversation_id = m.conversation_id
-          AND (a.created_at, a.id) > (m.created_at, m.id)
-        ORDER BY a.created_at, a.id
+          AND a.created_at >= m.created_at
+          AND (a.created_at, a.content_hash) > (m.created_at, m.content_hash)
+        ORDER BY a.created_at, a.content_hash
         LIMIT 1
     ) AS nx ON true
     ORDER BY m.embedding <=> p_query, m.created_at DESC, m.content_hash;
