@@ -458,3 +458,21 @@ def test_search_explain_labels_what_the_store_returns(runner: CliRunner) -> None
     assert "threshold does not apply in keyword mode" in explained.output
     rows = json.loads(runner.invoke(app, [*query, "--explain", "--json"]).stdout)
     assert [r["passes"] for r in rows] == [True]
+
+
+def test_search_is_a_search_not_a_turn_of_conversation(runner: CliRunner) -> None:
+    """Issue 45: `recall search --user carol sister` found nothing: the gate read the word as
+    a message that asks nothing of memory. A search someone types gates on the match alone;
+    only the retrieval node also reads the message's intent."""
+    for said, reply in (
+        ("My sister Maya just moved to Denver for a nursing job", "That's a big move for her!"),
+        ("I'm thinking about repainting the kitchen", "A warm white would brighten it."),
+        ("hey, how's it going?", "All good here! What's up?"),
+    ):
+        assert runner.invoke(app, ["add", "-u", "cli-carol", said, reply]).exit_code == 0
+    found = json.loads(runner.invoke(app, ["search", "-u", "cli-carol", "sister", "--json"]).stdout)
+    assert [m["user_message"] for m in found][:1] == [
+        "My sister Maya just moved to Denver for a nursing job"
+    ]
+    explained = runner.invoke(app, ["search", "-u", "cli-carol", "sister", "--explain"])
+    assert "does not read as asking" not in explained.output

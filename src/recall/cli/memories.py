@@ -64,7 +64,8 @@ def search(
     explained = explain or explain_raw
     found = with_store(
         settings_of(ctx),
-        # what was left out (None) the store fills in, and it says which memories pass
+        # what was left out (None) the store fills in, and it says which memories pass; a
+        # search box, not a turn of conversation: the gate reads no intent
         lambda store: store.find(
             user,
             text,
@@ -73,6 +74,7 @@ def search(
             mode=mode,
             explain=explained,
             kept_out=explained,
+            intent=False,
         ),
     )
     if explained:

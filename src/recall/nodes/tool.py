@@ -46,8 +46,9 @@ def create_memory_search_tool(
             return "Memory search is unavailable: no authenticated user."
         count = max(1, min(int(max_results), max_results_cap))
         try:
+            # a search the agent asked for: asking is given, the gate reads no intent
             result = await (await provider()).find(
-                user_id, query, limit=count, similarity_threshold=0.0, mode=mode
+                user_id, query, limit=count, similarity_threshold=0.0, mode=mode, intent=False
             )
             found = result.memories
         except Exception as exc:

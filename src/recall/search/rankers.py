@@ -50,11 +50,16 @@ class Query:
         text: the message (cut to the store's `max_query_length`).
         vector: its embedding, float64.
         now: when it is asked (None: now); a time it names is read from here.
+        intent: whether the gate also reads the message's intent (does it ask anything of
+            memory at all): True for a turn of conversation (the retrieval node), False for a
+            search someone typed or asked for (`recall search`, the inspector, the
+            memory-search tool), where asking is given and only a match opens the gate.
     """
 
     text: str
     vector: np.ndarray
     now: datetime | None = None
+    intent: bool = True
 
 
 @runtime_checkable

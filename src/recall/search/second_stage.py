@@ -93,7 +93,8 @@ class Explanation:
 
     Attributes:
         score: sigmoid(gate + slope * (logit - best_logit)).
-        gate: the query's gate, the lower of `match` and `intent`; below 0, nothing passes 0.5.
+        gate: the query's gate, the lower of `match` and `intent` (`match` alone for a search);
+            below 0, nothing passes 0.5.
         match: the gate model's logit (offset included): does a memory answer the message?
         intent: the intent model's logit (offset included): does the message ask anything of
             memory at all?
@@ -137,7 +138,8 @@ class Scored:
         order: indexes into the candidates, best first.
         scores: each candidate's score (0-1), in the candidates' order.
         logits: each candidate's ranker logit, in the candidates' order.
-        gate: the query's gate logit, the lower of `match` and `intent` (offsets included).
+        gate: the query's gate logit, the lower of `match` and `intent` (offsets included;
+            `match` alone for a search).
         match: the gate model's logit; intent: the intent model's.
     """
 
@@ -257,7 +259,7 @@ class SecondStage:
     def rank(self, query: Query, candidates: StageCandidates) -> StageRanking:
         """Score one query's candidates (`score`), as the store calls every ranker."""
         scored = self.score(query.text, query.vector, candidates.rows, candidates.vector_order,
-                            query.now)  # fmt: skip
+                            query.now, intent=query.intent)  # fmt: skip
         return StageRanking(self, scored)
 
     def score(
@@ -267,6 +269,8 @@ class SecondStage:
         rows: Sequence[CandidateRow],
         vector_order: Sequence[int],
         now: datetime | None = None,
+        *,
+        intent: bool = True,
     ) -> Scored:
         """Score one query's candidates.
 
@@ -277,6 +281,8 @@ class SecondStage:
             vector_order: the vector side's candidates as indexes into `rows`, best first.
             now: when the message is asked (now by default): a time it names ("yesterday",
                 "last summer") puts the candidates from then first (`recall.search.when`).
+            intent: whether the gate is the lower of `match` and the intent (a turn of
+                conversation); False: `match` alone (a search, `recall.search.rankers.Query`).
         """
         facts = query_facts(query_text, rows)
         x = rank_features(facts, rows, vector_order, self.candidates)
@@ -286,15 +292,15 @@ class SecondStage:
         else:
             prod = products(query_vector, rows)
             logits = self.ranker.logits(x) + (prod @ self.product_weights if len(rows) else 0.0)
-        intent = float(query_vector @ self.intent + self.intent_intercept)
+        asks = float(query_vector @ self.intent + self.intent_intercept)
         cosines = [1.0 - float(rows[i].distance) for i in vector_order]
         window = time_window(query_text, now or datetime.now(UTC))
         bonus = time_bonus(window, [r.created_at for r in rows], np.asarray(logits))
-        gx = gate_features(facts, x, np.asarray(logits), cosines, intent, bool(bonus.any()))
+        gx = gate_features(facts, x, np.asarray(logits), cosines, asks, bool(bonus.any()))
         logits = logits + bonus
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
-        capped = intent + self.intent_offset
-        gate = min(match, capped)
+        capped = asks + self.intent_offset
+        gate = min(match, capped) if intent else match
         # ties keep the candidates' order, which the SQL made stable (migration 0023); an id
         # would differ between two databases holding the same memories
         order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))

@@ -159,6 +159,7 @@ async def search(request: Request, user: str, store: MemoryStore) -> Response:
         mode=request.query_params.get("mode") or None,
         explain=True,
         kept_out=True,
+        intent=False,  # a search box, not a turn of conversation: the gate reads no intent
     )
     rows = [{**_memory(f.memory), "passes": f.passes, "why": list(f.why)} for f in result.found]
     return JSONResponse(

@@ -112,7 +112,7 @@ def _gate(raw: Mapping[str, Any]) -> str:
     if gate >= 0:
         why = _strongest(raw["gate_parts"], 1.0, gate=True)
         return f"The gate opened: some memory looks like it answers the message, mostly by {why}."
-    if intent <= match:
+    if intent <= match and gate <= intent:  # the intent closed it (a turn, not a search)
         return (
             "The gate stayed shut: the message does not read as asking about something said "
             f"before (intent {intent:+.2f}), so nothing passes the threshold 0.5."

@@ -257,20 +257,15 @@ class MemoryStore:
         query_vector: Vector | None = None,
         explain: bool = False,
         now: datetime | None = None,
+        intent: bool = True,
     ) -> list[Memory]:
         """The user's memories most relevant to `query_text`, best first: the memories of
         `find(...)` that pass (`SearchResult.memories`); a time the message names is read
-        from `now` (the clock's when None)."""
-        return await self._search.search(
-            user_id,
-            query_text,
-            limit,
-            similarity_threshold,
-            mode=mode,
-            query_vector=query_vector,
-            explain=explain,
-            now=now,
-        )
+        from `now` (the clock's when None); `intent` False for a search someone typed (the
+        gate does not ask whether the message asks anything of memory)."""
+        return await self._search.search(user_id, query_text, limit, similarity_threshold,
+                                         mode=mode, query_vector=query_vector, explain=explain,
+                                         now=now, intent=intent)  # fmt: skip
 
     async def find(
         self,
@@ -284,22 +279,15 @@ class MemoryStore:
         explain: bool = False,
         kept_out: bool = False,
         now: datetime | None = None,
+        intent: bool = True,
     ) -> SearchResult:
         """Search as `search` does, and say what was resolved and decided: the mode, limit
         and threshold used, and each memory's score and whether it passes. What the retrieve
         node, the tool, `recall search` and the inspector call and render
         (docs/decisions/0033-the-store-decides.md)."""
-        return await self._search.find(
-            user_id,
-            query_text,
-            limit,
-            similarity_threshold,
-            mode=mode,
-            query_vector=query_vector,
-            explain=explain,
-            kept_out=kept_out,
-            now=now,
-        )
+        return await self._search.find(user_id, query_text, limit, similarity_threshold,
+                                       mode=mode, query_vector=query_vector, explain=explain,
+                                       kept_out=kept_out, now=now, intent=intent)  # fmt: skip
 
     async def keyword_search(
         self,

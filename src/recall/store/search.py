@@ -76,6 +76,7 @@ class Search:
         query_vector: Vector | None = None,
         explain: bool = False,
         now: datetime | None = None,
+        intent: bool = True,
     ) -> list[Memory]:
         """The user's memories most relevant to `query_text`, best first: the memories of
         `find(...)` that pass (`SearchResult.memories`).
@@ -104,6 +105,11 @@ class Search:
             now: the moment the message is asked; a time it names ("yesterday", "last
                 summer") is read from here, and so is the age `explain` gives. None: the
                 clock's now; naive: UTC.
+            intent: True (a turn of conversation, as the retrieval node asks): the gate also
+                reads whether the message asks anything of memory at all, so small talk gets
+                nothing. False (a search someone typed: `recall search`, the inspector, the
+                memory-search tool): asking is given, and a memory that matches passes
+                (hybrid mode with the second stage; the others have no intent).
 
         Raises:
             InvalidInputError, EmbeddingError, StoreError.
@@ -117,6 +123,7 @@ class Search:
             query_vector=query_vector,
             explain=explain,
             now=now,
+            intent=intent,
         )
         return found.memories
 
@@ -132,6 +139,7 @@ class Search:
         explain: bool = False,
         kept_out: bool = False,
         now: datetime | None = None,
+        intent: bool = True,
     ) -> SearchResult:
         """Search as `search` does, and say what was resolved and decided: the mode, limit
         and threshold used, and each memory's score and whether it passes. What the retrieve
@@ -146,7 +154,7 @@ class Search:
             kept_out: also bring the best memories the threshold (or the post-step that puts
                 a source before its restatements) keeps out, marked `passes=False`, after
                 those that pass, up to `limit` in all.
-            now: as for `search`.
+            now, intent: as for `search`.
 
         Raises:
             InvalidInputError, EmbeddingError, StoreError.
@@ -171,7 +179,7 @@ class Search:
         else:
             floor = 0.0 if kept_out else threshold
             ranked = await self._ranked(
-                uid, query_text, vector, used, limit, threshold, floor, terms, asked
+                uid, query_text, vector, used, limit, threshold, floor, terms, asked, intent
             )
             if ranked is None:
                 found = []
@@ -209,10 +217,12 @@ class Search:
         floor: float,
         terms: list[TermRow] | None,
         now: datetime,
+        intent: bool,
     ) -> _Ranked | None:
         """The candidates of semantic or hybrid mode, ranked (None: the second stage found
         none); in semantic mode only those with a cosine of `floor` at least (`threshold`,
-        or 0 to see what it keeps out); `now`: when the message is asked."""
+        or 0 to see what it keeps out); `now`: when the message is asked; `intent`: whether
+        the gate reads the message's intent (`search`)."""
         # a few more rows than asked for: echoes of the query are dropped (recall.search.echo)
         if mode == "semantic":
             fetch = limit + ECHO_SLACK
@@ -232,7 +242,7 @@ class Search:
             )
         if self.core.second_stage is not None:
             return await self._second_stage(
-                self.core.second_stage, uid, text, vector, limit, terms, now
+                self.core.second_stage, uid, text, vector, limit, terms, now, intent
             )
         pool_size = max(limit, self.core.settings.hybrid_candidates)
 
@@ -314,9 +324,10 @@ class Search:
         limit: int,
         terms: list[TermRow] | None,
         now: datetime,
+        intent: bool,
     ) -> _Ranked | None:
         """The default ranking: the candidates (`Candidates.for_query`), scored and gated in Python
-        (None: there are none); `now`: when the message is asked."""
+        (None: there are none); `now`: when the message is asked; `intent`: as for `search`."""
         k = max(stage.candidates, limit)
         # the candidates' vectors only for a ranker that reads their products with the query's
         vectors = stage.product_weights is not None
@@ -325,7 +336,7 @@ class Search:
         )
         if not rows:
             return None
-        query = Query(text, np.asarray(vector, dtype=np.float64), now)
+        query = Query(text, np.asarray(vector, dtype=np.float64), now, intent)
         scored = stage.rank(query, StageCandidates(rows, near))
         near_q = [cosine(r.distance) or 0.0 for r in rows]
 
