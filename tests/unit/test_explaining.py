@@ -90,5 +90,20 @@ def test_ages_in_words() -> None:
 
 
 def test_raw_parts_keep_the_feature_names() -> None:
-    lines = raw_lines(_raw(1.0, 1.0, 2.0))
+    lines = raw_lines(_raw(1.0, 1.0, 2.0), 0.5)
+    assert lines[0].startswith("gate +1.00 (below +0.00: nothing passes 0.5)")
     assert lines[1].startswith("gate: coverage +1.20") and "ranker: bm25_qnorm +1.50" in lines[2]
+
+
+def test_the_gate_line_and_the_verdict_read_the_same_threshold() -> None:
+    """The gate's words used a literal 0.5: at threshold 0.3 a gate of -0.5 (best score 0.38)
+    was "shut, nothing passes the threshold 0.5" beside "reaches the threshold 0.3"."""
+    memory = _memory(0.38, _raw(-0.5, -0.5, 2.0))
+    at_half = reasons("what is my cat called?", memory, passes=False, mode="hybrid",
+                      threshold=0.5, now=NOW)  # fmt: skip
+    assert at_half[3].startswith("The gate stayed shut") and "threshold 0.5" in at_half[3]
+    lower = reasons("what is my cat called?", memory, passes=True, mode="hybrid",
+                    threshold=0.3, now=NOW)  # fmt: skip
+    assert lower[3].startswith("The gate opened")
+    assert lower[-1] == "Relevance 0.380 reaches the threshold 0.3: it is returned."
+    assert "nothing passes 0.3" in raw_lines(memory.explanation or {}, 0.3)[0]

@@ -7,6 +7,7 @@ inspector show them as they are, with the raw parts of the score (`Memory.explan
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -107,20 +108,30 @@ def _age(at: datetime, now: datetime) -> str:
     return f"It was said {n} {unit}{'' if n == 1 else 's'} ago ({at:%Y-%m-%d})."
 
 
-def _gate(raw: Mapping[str, Any]) -> str:
+def _opens(threshold: float) -> float:
+    """The gate logit at which the best candidate's score, sigmoid(gate), reaches `threshold`
+    (0 for 0.5): the gate is open at the threshold the search used, not at a fixed 0.5."""
+    if threshold <= 0.0:
+        return -math.inf
+    if threshold >= 1.0:
+        return math.inf
+    return math.log(threshold / (1.0 - threshold))
+
+
+def _gate(raw: Mapping[str, Any], threshold: float) -> str:
     gate, match, intent = float(raw["gate"]), float(raw["match"]), float(raw["intent"])
-    if gate >= 0:
+    if gate >= _opens(threshold):
         why = _strongest(raw["gate_parts"], 1.0, gate=True)
         return f"The gate opened: some memory looks like it answers the message, mostly by {why}."
     if intent <= match and gate <= intent:  # the intent closed it (a turn, not a search)
         return (
             "The gate stayed shut: the message does not read as asking about something said "
-            f"before (intent {intent:+.2f}), so nothing passes the threshold 0.5."
+            f"before (intent {intent:+.2f}), so nothing passes the threshold {threshold:g}."
         )
     why = _strongest(raw["gate_parts"], -1.0, gate=True)
     return (
         "The gate stayed shut: no memory looks like it answers the message, mostly because of "
-        f"{why}, so nothing passes the threshold 0.5."
+        f"{why}, so nothing passes the threshold {threshold:g}."
     )
 
 
@@ -175,7 +186,7 @@ def reasons(
     out.append(_age(memory.created_at, now))
     raw = memory.explanation
     if raw is not None:
-        out.append(_gate(raw))
+        out.append(_gate(raw, threshold))
         helped = _strongest(raw["ranker"], 1.0, gate=False)
         out.append(f"Its place among the candidates came mostly from {helped}.")
     elif mode == "hybrid":
@@ -184,11 +195,12 @@ def reasons(
     return tuple(out)
 
 
-def raw_lines(raw: Mapping[str, Any]) -> list[str]:
+def raw_lines(raw: Mapping[str, Any], threshold: float) -> list[str]:
     """The raw parts of a second-stage score (`Memory.explanation`), five per model, as
-    `recall search --explain-raw` prints them."""
+    `recall search --explain-raw` prints them for a search at `threshold`."""
     lines = [
-        f"gate {raw['gate']:+.2f} (below 0: nothing passes 0.5), match {raw['match']:+.2f}, "
+        f"gate {raw['gate']:+.2f} (below {_opens(threshold):+.2f}: nothing passes "
+        f"{threshold:g}), match {raw['match']:+.2f}, "
         f"intent {raw['intent']:+.2f}; logit {raw['logit']:+.2f} (best {raw['best_logit']:+.2f})"
     ]
     for title, parts in (("gate", raw["gate_parts"]), ("ranker", raw["ranker"])):
