@@ -53,6 +53,20 @@ def test_vectors_are_normalized_and_queries_carry_the_instruction(
     assert bge.embed_query("Where does my sister live?") == query  # deterministic
 
 
+def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(
+    bge: BgeSmallEmbeddings,
+) -> None:
+    """The int8 graph quantizes with one scale per forward pass: in a batch, a text's vector
+    moved with its neighbours (up to 0.016 per component), so a memory's vector depended on
+    whether it came alone (`add_turn`) or among others (`add_turns`, `recall reembed`)."""
+    text = "Where does my sister live?"
+    [alone] = bge.embed_documents([text])
+    for others in (["Where does my uncle work?"], ["Hi"], [" ".join(FACTS.values())]):
+        in_batch = bge.embed_documents([text, *others])[0]
+        # exact: the same forward pass on the same tokens, whatever came with them
+        assert in_batch == alone, others
+
+
 @pytest.mark.parametrize("spin", [False, True])
 def test_onnx_runtimes_threads_sleep_between_calls_unless_asked_to_spin(spin: bool) -> None:
     model = BgeSmallEmbeddings(spin=spin)

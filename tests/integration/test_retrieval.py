@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +244,10 @@ async def test_notes_are_imported_and_searchable(
     ids = await store.add_turns(notes)
     assert await store.add_turns(read_notes(tmp_path, user)) == ids  # re-import: nothing new
     hits = await store.keyword_search(user, "ErsatzTV")
-    assert hits[0].kind == "note" and hits[0].created_at.day == 15
+    # the file's day at noon UTC (recall.creation.notes), compared as an instant: the day of
+    # the month it reads as is the server's time zone's (initdb takes the machine's), and at
+    # UTC+13 (New Zealand in February) or +14 noon UTC is already the next day
+    assert hits[0].kind == "note" and hits[0].created_at == datetime(2026, 2, 15, 12, tzinfo=UTC)
     assert hits[0].metadata["source"] == "memory/2026-02-15.md"
     tool = create_memory_search_tool(store, mode="keyword")
     out = await tool.ainvoke({"query": "ErsatzTV"}, cfg(user))

@@ -62,8 +62,7 @@ class BgeSmallEmbeddings(Embeddings):
         model_dir: a folder holding `model_quantized.onnx` and `tokenizer.json`; the files
             packaged with recall by default.
         verify: check the two files' sha256 before loading them.
-        batch_size: texts per forward pass in `embed_documents`.
-        threads: ONNX Runtime's threads per call.
+        threads: ONNX Runtime's threads per call (the vectors are the same for any number).
         spin: let ONNX Runtime's threads spin between calls. Off by default: on 2 cores the
             spinning threads take the cores the database needs, and with them asleep the
             default search path was 8% faster at p50 and 18% at p95; a semantic-only search
@@ -79,13 +78,11 @@ class BgeSmallEmbeddings(Embeddings):
         model_dir: Path | None = None,
         *,
         verify: bool = True,
-        batch_size: int = 32,
         threads: int = 2,
         spin: bool = False,
     ) -> None:
         self._model_dir = model_dir
         self._verify = verify
-        self._batch_size = batch_size
         self._threads = threads
         self._spin = spin
         self._session: Any = None
@@ -122,8 +119,7 @@ class BgeSmallEmbeddings(Embeddings):
                     from tokenizers import Tokenizer
 
                     tokenizer = Tokenizer.from_file(str(tokenizer_path))
-                    tokenizer.enable_truncation(_MAX_TOKENS)
-                    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106  # not a secret
+                    tokenizer.enable_truncation(_MAX_TOKENS)  # one text at a time: no padding
                     options = ort.SessionOptions()
                     options.intra_op_num_threads = self._threads
                     options.inter_op_num_threads = 1
@@ -153,26 +149,33 @@ class BgeSmallEmbeddings(Embeddings):
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         self._load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # pad to similar lengths
-        out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self._batch_size):
-            picked = order[start : start + self._batch_size]
-            encoded = self._tokenizer.encode_batch([texts[i] for i in picked])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            feed = {
-                "input_ids": ids,
-                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-            }
-            if "token_type_ids" in self._inputs:
-                feed["token_type_ids"] = np.zeros_like(ids)
-            cls = self._session.run(None, feed)[0][:, 0, :]
-            cls = cls / np.linalg.norm(cls, axis=1, keepdims=True)
-            for i, row in zip(picked, cls, strict=True):
-                out[i] = [float(x) for x in row]
-        return out
+        return [self._encode_one(text) for text in texts]
+
+    def _encode_one(self, text: str) -> list[float]:
+        # One text per forward pass, never a batch: the int8 graph quantizes each layer's
+        # input with one scale for the whole batch (DynamicQuantizeLinear), so in a batch a
+        # text's vector moved with the texts beside it (up to 0.016 per component, cosine
+        # 0.996 to itself alone), and a memory's vector depended on how it was written
+        # (`add_turn` or `add_turns`, which rows `recall reembed` read with it). The price is
+        # small, on bulk writes only: 128 chat turns took 1.08 s one by one against 0.99 s in
+        # padded batches of 32 (medians, an idle 16-core Xeon, the default 2 threads).
+        encoded = self._tokenizer.encode(text)
+        ids = np.array([encoded.ids], dtype=np.int64)
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.array([encoded.attention_mask], dtype=np.int64),
+        }
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        cls = self._session.run(None, feed)[0][:, 0, :]
+        # the norm along an axis is numpy's own sum, not BLAS's dot, whose last bit depends on
+        # the CPU's kernel
+        cls = cls / np.linalg.norm(cls, axis=1, keepdims=True)
+        return [float(x) for x in cls[0]]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed stored texts in batches."""
+        """Embed stored texts, each on its own: a text's vector does not depend on the
+        others."""
         return self._encode(list(texts))
 
     def embed_query(self, text: str) -> list[float]:

@@ -63,9 +63,12 @@ class CharacterEmbeddings(Embeddings):
             # direction keeps every test on defined scores (no test embeds an empty text).
             text = "\x00"
         vec = np.zeros(self.dims)
-        for char in set(text):
+        # the same bits in every process and on every CPU: the characters are added in one
+        # order (a set's order changes with PYTHONHASHSEED), and the norm is numpy's own sum
+        # (np.linalg.norm of a vector is BLAS's dot, whose last bit depends on the CPU's kernel)
+        for char in sorted(set(text)):
             vec += (text.count(char) / len(text)) * self._projection(char)
-        return [float(x) for x in vec / np.linalg.norm(vec)]
+        return [float(x) for x in vec / np.sqrt(np.sum(vec * vec))]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed each text."""
