@@ -1,13 +1,20 @@
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
+from recall.config import Settings
+from recall.db.pool import connect_once
 from recall.errors import InvalidInputError, StoreError
+from recall.nodes.text import format_memory
 from recall.search.provenance import repeats_of
 from recall.store import MemoryStore
+from recall.testing import FakeEmbeddings
 
 
 async def _checksum(store: MemoryStore) -> str:
@@ -364,3 +371,24 @@ async def test_a_write_keeps_the_users_plan_until_the_index_threshold(
             [{"user_id": user, "user_message": "third fact about pears", "ai_response": "ok"}]
         )
         assert user not in small.core.plans  # over the threshold: re-read, and the build scheduled
+
+
+async def test_dates_come_back_in_utc_whatever_the_servers_time_zone(databases: Any) -> None:
+    """A server made on a machine in another time zone (initdb takes the machine's) gave dates
+    in its zone, so a memory said at noon UTC read as the next day at UTC+14 in a prompt."""
+    url = await databases.create("recall_tz")
+    owner = await connect_once(url)
+    try:
+        await owner.execute(
+            sql.SQL("ALTER DATABASE {} SET timezone = 'Pacific/Kiritimati'").format(
+                sql.Identifier(str(conninfo_to_dict(url)["dbname"]))
+            )
+        )
+    finally:
+        await owner.close()
+    noon = datetime(2026, 2, 15, 12, tzinfo=UTC)
+    async with MemoryStore.connect(Settings(database_url=url), embeddings=FakeEmbeddings(8)) as s:
+        await s.add_turn("tz", "I planted tulips", "Lovely!", created_at=noon)
+        (memory,) = await s.recent("tz")
+    assert memory.created_at == noon and memory.created_at.utcoffset() == timedelta(0)
+    assert format_memory(1, memory).startswith("[1] 2026-02-15 ")

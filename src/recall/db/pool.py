@@ -66,6 +66,7 @@ async def _configure(conn: AsyncConnection[Any]) -> None:
             "the 'vector' type is missing in this database: run `recall migrate` (or ask a "
             "superuser to run CREATE EXTENSION vector)"
         ) from exc
+    await run(conn, "session_utc")
     # the first full-text parse of a connection loads the dictionaries (~7 ms): here, not in
     # the first write or keyword search that the connection serves
     await run(conn, "warm_text_search")

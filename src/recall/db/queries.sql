@@ -500,6 +500,11 @@ SELECT recall.swap_user_key(%(user_id)s);
 -- (migration 0013; on Citus it reaches the workers too).
 SELECT recall.set_all_users();
 
+-- name: session_utc
+-- Dates come back in UTC whatever time zone the server was made in (initdb takes the machine's):
+-- a memory's date in a prompt is the same on every machine (issue 44).
+SET TIME ZONE 'UTC';
+
 -- name: warm_text_search
 -- A new connection loads the English stemmer and stop words at its first full-text parse,
 -- about 7 ms; the pool does it before lending the connection (recall.db).
