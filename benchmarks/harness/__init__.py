@@ -12,6 +12,8 @@ question; what more than one of them needs lives here, never in another script:
   talk) asked of those users, and the threshold sweep;
 - `harness.heldout`: the held-out data under benchmarks/data (small talk, the paraphrase probe) and
   the check that a question shares no content word with its fact;
+- `harness.factusers`: issue 45's fact users (benchmarks/data/fact_users.json), split into users
+  that may be fitted on and users that are only measured;
 - `harness.data`: skewed synthetic users with LoCoMo texts and clustered vectors, loaded through
   `MemoryStore.add_turns`, with queries and their exact answers;
 - `harness.items`: LangGraph store items in namespaces of skewed sizes, with clustered vectors
