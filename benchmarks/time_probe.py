@@ -18,7 +18,6 @@ first (target, issue 35: 8 of 9 or more), and among what returns. Writes docs/be
 
 from __future__ import annotations
 
-import argparse
 import calendar
 import json
 from datetime import UTC, datetime, timedelta
@@ -26,7 +25,7 @@ from typing import Any
 
 from harness.db import fresh_database
 from harness.report import ROOT, git_revision, machine, publish, table
-from harness.run import parser, run
+from harness.run import moment, parser, run
 
 from recall.config import Settings
 from recall.store import MemoryStore
@@ -57,15 +56,6 @@ def dated(when: dict[str, Any], now: datetime) -> datetime:
         return (now - timedelta(days=back)).replace(hour=hour, minute=0, second=0)
     moment = now.replace(month=when["month"], day=when["day"], hour=hour, minute=0, second=0)
     return moment if moment < now else moment.replace(year=moment.year - 1)
-
-
-def moment(text: str) -> datetime:
-    """`--now`: an ISO 8601 timestamp as a moment in UTC (UTC when it names no offset)."""
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 timestamp: {text!r}") from exc
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
 async def main() -> None:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import inspect
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +45,12 @@ def counts(text: str, *, default: int, option: str) -> list[int]:
     if default not in values:
         raise SystemExit(f"{option} must include the default ({default})")
     return values
+
+
+def moment(text: str) -> datetime:
+    """`--now`: an ISO 8601 timestamp as a moment in UTC (UTC when it names no offset)."""
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 timestamp: {text!r}") from exc
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)

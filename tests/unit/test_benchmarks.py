@@ -54,7 +54,7 @@ def _imported_from(tree: ast.Module) -> dict[str, set[str]]:
 def test_the_suite_is_the_scripts_that_remain() -> None:
     assert [p.stem for p in SCRIPTS] == [
         "basestore", "bulk_writers", "consolidation", "default_floor", "default_path", "ef_search",
-        "embedding",
+        "embedding", "fact_probe",
         "first_run", "fit_second_stage", "hnsw_frontier", "knowledge_update", "latency", "load",
         "locomo", "onnx_spin", "pool_size",
         "prefix_parts", "probe",
@@ -741,7 +741,8 @@ def test_the_time_probes_memories_are_from_when_their_questions_say(day: str, ho
     its memory and no other of its topic, all dated before the moment asked (the days left out
     are those on which a question has two answers, e.g. "last year" in January, when last March
     was last year too)."""
-    from time_probe import DATA, dated, moment
+    from harness.run import moment
+    from time_probe import DATA, dated
 
     from recall.search.when import time_window
 
