@@ -168,6 +168,9 @@ async def main() -> None:
     ]  # fmt: skip
     gone = hidden(asks)
     scores = [fact_score(a) for a in gone]
+    spread = (
+        f"{min(scores):.2f} to {max(scores):.2f}, median {median(scores):.2f}" if scores else "-"
+    )
     talking = [a for a in asks if a.kind == "small talk" and not a.silent(DEFAULTS)]
     mismatched = sweep_mismatches(
         [a.found[DEFAULTS] for a in asks],
@@ -208,11 +211,12 @@ Per user, fact questions with the fact first / returned (of 30):
 
 {table(["user", *REGIMES], per_user)}
 
-Facts the gate off returns and the defaults hide: {len(gone)} of {len(facts)} questions; the
-fact's score there {f"{min(scores):.2f} to {max(scores):.2f}, median {median(scores):.2f}"
-if scores else "-"}. Small-talk messages answered at the defaults: {len(talking)}. Examples
-(user: question (the turn that told it, its score with the gate off) -> what the defaults
-return first, its score):
+Facts the gate off returns and the defaults hide: {len(gone)} of {len(facts)} questions
+({sum(a.silent(DEFAULTS) for a in gone)} with nothing returned, the others with other memories
+scored over the threshold); the fact's score there {spread}. Small-talk messages answered at
+the defaults: {len(talking)}. Searches at the defaults unlike the gate-off search cut at the
+threshold: {mismatched}. Examples (user: question (the turn that told it, its score with the
+gate off) -> what the defaults return first, its score):
 
 {chr(10).join(f"- {e}" for e in examples) or "- none"}
 """  # fmt: skip
