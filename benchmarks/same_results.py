@@ -16,11 +16,17 @@ made on different days would otherwise differ for that reason alone (issue 44). 
 from before issue 44 takes no moment: give `--now clock` to ask at the clock's.
 
 The `recall` that runs is the one on the import path (PYTHONPATH: the checkout under test);
-the dump names it and its commit. Both runs must ask the same database: two fresh databases
-gave slightly different scores to some questions with the same code (34 of 955 between two
-fresh runs of one commit; the memories' ids are random and ties are broken by id, the likely
-cause, not proven). The first run stores the dev sets in database `recall_bench_same_results`
-on the benchmarks' server and leaves it; later runs ask it again (`--fresh` stores anew).
+the dump names it and its commit. Two fresh databases holding the same dev sets once answered
+32 of 955 questions differently with the same code (b9bae67): ties were broken by the
+memories' random ids. Since migration 0023 ties go by what a rebuild keeps, and two `--fresh`
+runs give 0 differences (issue 44):
+
+    python benchmarks/same_results.py --fresh --out a.json
+    python benchmarks/same_results.py --fresh --out b.json
+    python benchmarks/same_results.py --compare a.json b.json
+
+Without `--fresh`, the first run stores the dev sets in database `recall_bench_same_results`
+on the benchmarks' server and leaves it, and later runs ask it again.
 Vectors are embedded once and kept: LongMemEval's turns in .recall/longmemeval-vectors.npz
 (benchmarks/harness/longmemeval.py), LoCoMo's turns and both sets' questions in
 .recall/same-results-vectors.npz, so every run searches with the same vectors.
@@ -170,23 +176,30 @@ async def dump(out: Path, fresh: bool, now: datetime | None) -> None:
             results[key] = [_row(m) for m in found]
     asked_at = "clock" if now is None else now.isoformat()
     body = json.dumps(
-        {"tree": tree, "revision": revision, "now": asked_at, "results": results}, indent=1
+        {"tree": tree, "revision": revision, "now": asked_at, "fresh": fresh, "results": results},
+        indent=1,
     )
     out.write_text(body)  # noqa: ASYNC240  # once, at the end
     print(f"{len(results)} questions asked at {revision} ({tree}): {out}")
 
 
-def compare(before: Path, after: Path) -> tuple[str, str, int, int, int]:
+def compare(before: Path, after: Path) -> tuple[str, str, int, int, int, str]:
     """Print every question whose returned memories or scores differ: the two revisions, how
-    many differ, of how many, and how many got at least one memory in the first dump."""
+    many differ, of how many, how many got at least one memory in the first dump, and where
+    the two dumps' memories were stored."""
     a, b = json.loads(before.read_text()), json.loads(after.read_text())
+    where = (
+        "each dump on the dev sets stored anew in a fresh database (--fresh)"
+        if a.get("fresh") and b.get("fresh")
+        else "on one database"
+    )
     ra, rb = a["results"], b["results"]
     asked = ra.keys() | rb.keys()
     differ = sorted(q for q in asked if ra.get(q) != rb.get(q))
     for q in differ:
         print(f"- {q}\n  {a['revision']}: {ra.get(q)}\n  {b['revision']}: {rb.get(q)}")
     answered = sum(1 for found in ra.values() if found)
-    return a["revision"], b["revision"], len(differ), len(asked), answered
+    return a["revision"], b["revision"], len(differ), len(asked), answered, where
 
 
 async def main() -> None:
@@ -204,12 +217,12 @@ async def main() -> None:
     )
     args = options.parse_args()
     if args.compare:
-        first, second, differ, asked, answered = compare(*args.compare)
+        first, second, differ, asked, answered, where = compare(*args.compare)
         body = (
-            f"Same results (python benchmarks/same_results.py --compare; issue 39): {differ} of "
-            f"{asked} dev questions (LoCoMo and LongMemEval, at the store's defaults, on one "
-            f"database; {answered} of them get at least one memory) differ in the returned "
-            f"texts or scores (to 1e-9) between {first} and {second}."
+            f"Same results (python benchmarks/same_results.py --compare; issues 39 and 44): "
+            f"{differ} of {asked} dev questions (LoCoMo and LongMemEval, at the store's "
+            f"defaults, {where}; {answered} of them get at least one memory) differ in the "
+            f"returned texts or scores (to 1e-9) between {first} and {second}."
         )
         publish("same-results", body, write=not args.no_write)
         return

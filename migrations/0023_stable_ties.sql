@@ -4,8 +4,9 @@
 -- the same score (the same BM25, which is common: the same query terms in a turn of the same
 -- length; the same distance, for two copies of one text) were ordered by their ids, which are
 -- random (gen_random_uuid()). Two databases holding the same memories therefore returned
--- different memories at the k-th place: 35 of 955 dev questions differed between two fresh
--- loads of the same data (benchmarks/same_results.py --fresh, docs/benchmarks.md).
+-- different memories at the k-th place: 32 of 955 dev questions differed between two fresh
+-- loads of the same data at b9bae67, and 0 with this file (benchmarks/same_results.py --fresh,
+-- docs/benchmarks.md "same-results").
 --
 -- Ties now go to the newer memory (created_at DESC), then by content_hash: the sha256 of the
 -- user, conversation, texts and kind (recall.memory.make_turn), unique per user, so the order
