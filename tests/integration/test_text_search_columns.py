@@ -97,6 +97,30 @@ async def test_updates_recompute_them_and_they_cannot_be_set_by_hand(
         await conn.close()
 
 
+OLDER, NEWER = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
+
+
+async def stored_twice(store: MemoryStore, user: str, turns: list[dict[str, Any]]) -> list[str]:
+    """Store `turns` for `user`, and in the reverse order for a second user; return both users
+    with the turns each should get on a tie, best first: the newer memory first, then by
+    content hash (migration 0023), as `make_turn` computes it for that user."""
+    other = user + "-again"
+    await store.add_turns({**t, "user_id": user} for t in turns)
+    await store.add_turns({**t, "user_id": other} for t in reversed(turns))
+    return [user, other]
+
+
+def tie_order(who: str, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`turns` in the order a tie puts them for user `who`."""
+
+    def key(t: dict[str, Any]) -> tuple[bool, bytes]:
+        made = make_turn(who, t["user_message"], t["ai_response"],
+                         conversation_id=t.get("conversation_id"))  # fmt: skip
+        return t["created_at"] == OLDER, made.content_hash
+
+    return sorted(turns, key=key)
+
+
 async def test_equal_bm25_is_an_exact_tie_broken_by_what_a_rebuild_keeps(
     store: MemoryStore, user: str
 ) -> None:
@@ -104,47 +128,28 @@ async def test_equal_bm25_is_an_exact_tie_broken_by_what_a_rebuild_keeps(
     # whatever order the terms were summed in (migration 0016); the tie goes to the newer
     # memory, then by content hash (migration 0023), never by the random id, so two users
     # (or two databases) holding the same memories, stored in any order, get the same order
-    older, newer = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
     turns = [
         {"user_message": "alpha beta gamma delta" + "!" * i, "ai_response": "ok",
-         "created_at": newer if i % 2 else older}
+         "created_at": NEWER if i % 2 else OLDER}
         for i in range(6)
     ]  # fmt: skip
-    other = user + "-again"
-    await store.add_turns({**t, "user_id": user} for t in turns)
-    await store.add_turns({**t, "user_id": other} for t in reversed(turns))
-    for who in (user, other):
-        hashes = {
-            t["user_message"]: make_turn(who, t["user_message"], "ok").content_hash for t in turns
-        }
-        want = sorted(turns, key=lambda t: (t["created_at"] == older, hashes[t["user_message"]]))
+    for who in await stored_twice(store, user, turns):
         found = await store.search(who, "alpha beta gamma delta", limit=6, mode="keyword")
         assert len(found) == 6 and len({m.score for m in found}) == 1
-        assert [m.user_message for m in found] == [t["user_message"] for t in want]
+        assert [m.user_message for m in found] == [t["user_message"] for t in tie_order(who, turns)]
 
 
 async def test_an_equal_distance_is_a_tie_broken_by_what_a_rebuild_keeps(
     store: MemoryStore, user: str
 ) -> None:
     # one text in four conversations: four memories at the same distance from any query
-    older, newer = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
     turns = [
         {"user_message": "my bike is green", "ai_response": "ok", "conversation_id": f"c{i}",
-         "created_at": newer if i % 2 else older}
+         "created_at": NEWER if i % 2 else OLDER}
         for i in range(4)
     ]  # fmt: skip
-    other = user + "-again"
-    await store.add_turns({**t, "user_id": user} for t in turns)
-    await store.add_turns({**t, "user_id": other} for t in reversed(turns))
-    for who in (user, other):
-        hashes = {
-            t["conversation_id"]: make_turn(
-                who, "my bike is green", "ok", conversation_id=t["conversation_id"]
-            ).content_hash
-            for t in turns
-        }
-        key = {t["conversation_id"]: (t["created_at"] == older, hashes[t["conversation_id"]])
-               for t in turns}  # fmt: skip
+    for who in await stored_twice(store, user, turns):
         found = await store.search(who, "what colour is my bike", 4, 0.0, mode="semantic")
         assert len({m.similarity for m in found}) == 1
-        assert [m.conversation_id for m in found] == sorted(key, key=key.__getitem__)
+        want = [t["conversation_id"] for t in tie_order(who, turns)]
+        assert [m.conversation_id for m in found] == want
