@@ -57,7 +57,7 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
         "embedding", "fact_probe",
         "first_run", "fit_second_stage", "hnsw_frontier", "knowledge_update", "latency", "load",
         "locomo", "onnx_spin", "pool_size",
-        "prefix_parts", "probe",
+        "prefix_parts", "probe", "realmem",
         "replica", "restatement_probe", "same_results", "scale_out", "store_parts", "time_probe",
         "write_cost",
     ]  # fmt: skip
