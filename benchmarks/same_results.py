@@ -34,7 +34,6 @@ Vectors are embedded once and kept: LongMemEval's turns in .recall/longmemeval-v
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from datetime import datetime
@@ -47,6 +46,7 @@ from harness.corpus import load
 from harness.db import fresh_database, kept_database, settle
 from harness.report import ROOT, publish
 from harness.run import parser, run
+from harness.vectorcache import embed_missing, key, saved
 
 import recall
 from recall.config import Settings
@@ -59,41 +59,6 @@ DATABASE = "recall_bench_same_results"
 ASKED = "2026-06-15T12:00:00+00:00"  # the moment every question is asked, unless --now says
 
 Asked = tuple[str, str, str, np.ndarray]  # (key, user, question, its vector)
-
-
-def _key(kind: str, text: str) -> str:
-    return kind + ":" + hashlib.sha1(text.encode("utf-8")).hexdigest()  # noqa: S324  # a cache key
-
-
-def _load_cache() -> dict[str, np.ndarray]:
-    if not CACHE.exists():
-        return {}
-    with np.load(CACHE) as saved:
-        return dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
-
-
-def _save_cache(table: dict[str, np.ndarray]) -> None:
-    CACHE.parent.mkdir(parents=True, exist_ok=True)
-    keys = list(table)
-    np.savez(CACHE, keys=np.array(keys), vectors=np.vstack([table[k] for k in keys]))
-
-
-async def _vectors(
-    store: MemoryStore, texts: list[str], kind: str, table: dict[str, np.ndarray]
-) -> None:
-    """Embed the texts of `kind` ("doc" as a stored turn, "query" as a query) missing from
-    `table`, in place, and keep them."""
-    todo = list(dict.fromkeys(t for t in texts if _key(kind, t) not in table))
-    if not todo:
-        return
-    if kind == "doc":
-        done = await store.embedder.embed_documents(todo)
-    else:
-        done = [await store.embedder.embed_query(t) for t in todo]
-    for text, vec in zip(todo, done, strict=True):
-        table[_key(kind, text)] = np.asarray(vec, dtype=np.float32)
-    _save_cache(table)
-    print(f"{len(todo)} {kind} texts embedded", flush=True)
 
 
 def _row(memory: Memory) -> list[Any]:
@@ -110,16 +75,18 @@ async def _locomo(store: MemoryStore, table: dict[str, np.ndarray], stored: bool
         make_turn(t["user_id"], t["user_message"], t["ai_response"], max_length=cut).text
         for t in corpus.turns
     ]
-    await _vectors(store, docs, "doc", table)
-    await _vectors(store, [q[1] for q in corpus.questions], "query", table)
+    await embed_missing(store.embedder, docs, "doc", table, CACHE, "same results")
+    await embed_missing(
+        store.embedder, [q[1] for q in corpus.questions], "query", table, CACHE, "same results"
+    )
     if not stored:
         items = (
-            {**t, "embedding": table[_key("doc", d)]}
+            {**t, "embedding": table[key("doc", d)]}
             for t, d in zip(corpus.turns, docs, strict=True)
         )
         await store.add_turns(items, batch_size=2000)
     return [
-        (f"locomo {n} {user}: {text}", user, text, table[_key("query", text)])
+        (f"locomo {n} {user}: {text}", user, text, table[key("query", text)])
         for n, (user, text, _category, _evidence) in enumerate(corpus.questions)
     ]
 
@@ -131,11 +98,13 @@ async def _longmemeval(
     questions."""
     records = lme.load()
     turns = await lme.vectors(store.embedder, records)
-    await _vectors(store, [r.question for r in records], "query", table)
+    await embed_missing(
+        store.embedder, [r.question for r in records], "query", table, CACHE, "same results"
+    )
     for record in [] if stored else records:
         await store.add_turns(lme.items(record, turns), batch_size=5000)
     return [
-        (f"longmemeval {r.qid}: {r.question}", r.user, r.question, table[_key("query", r.question)])
+        (f"longmemeval {r.qid}: {r.question}", r.user, r.question, table[key("query", r.question)])
         for r in records
     ]
 
@@ -162,7 +131,7 @@ async def dump(out: Path, fresh: bool, now: datetime | None) -> None:
     else:
         url, stored = await kept_database(DATABASE)
     print("the dev sets are stored already" if stored else "storing the dev sets", flush=True)
-    table = _load_cache()
+    table = saved(CACHE)
     results: dict[str, list[list[Any]]] = {}
     async with MemoryStore.connect(Settings(database_url=url, embedding_cache_ttl=0)) as store:
         asked = [*await _locomo(store, table, stored), *await _longmemeval(store, table, stored)]

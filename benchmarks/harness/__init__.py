@@ -18,6 +18,8 @@ question; what more than one of them needs lives here, never in another script:
   `MemoryStore.add_turns`, with queries and their exact answers;
 - `harness.items`: LangGraph store items in namespaces of skewed sizes, with clustered vectors
   handed to the stores by an `embed` that looks them up, queries and their exact answers;
+- `harness.vectorcache`: vectors embedded once and kept under .recall/, by kind and text hash
+  (`same_results.py`, `realmem.py`; `harness.longmemeval` keeps its own keys in the same files);
 - `harness.timing`: timed calls, compared systems taking turns, percentiles;
 - `harness.report`: Markdown tables and the script's section of docs/benchmarks.md;
 - `harness.standby`: a throw-away primary and streaming standby (`benchmarks/replica.py`, and the

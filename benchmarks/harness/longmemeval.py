@@ -23,6 +23,7 @@ from recall.embeddings import Embedder
 from recall.memory import make_turn
 
 from .report import ROOT
+from .vectorcache import save, saved
 
 LONGMEMEVAL = ROOT.parent / "shared" / "data" / "longmemeval_s_dev.json.gz"
 VECTORS = ROOT / ".recall" / "longmemeval-vectors.npz"
@@ -113,8 +114,7 @@ def _key(text: str) -> str:
 
 def saved_vectors(path: Path = VECTORS) -> dict[str, np.ndarray]:
     """The vectors `vectors` has kept in `path`, by their text's hash."""
-    with np.load(path) as saved:
-        return dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+    return saved(path)
 
 
 async def vectors(
@@ -138,9 +138,7 @@ async def vectors(
         embedded = await embedder.embed_documents([t for _k, t in part])
         for (key, _t), vec in zip(part, embedded, strict=True):
             have[key] = np.asarray(vec, dtype=np.float32)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        keys = list(have)
-        np.savez(path, keys=np.array(keys), vectors=np.vstack([have[k] for k in keys]))
+        save(have, path)
         done = min(start + chunk, len(todo))
         print(f"longmemeval vectors: {done} of {len(todo)} new", flush=True)
     return have

@@ -12,7 +12,6 @@ Every stored text and every message asked is embedded once by the store's embedd
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import random
 from collections.abc import Iterator, Sequence
@@ -25,8 +24,9 @@ import numpy as np
 
 from recall.embeddings import Embedder
 
-from .longmemeval import saved_vectors, stored_text
+from .longmemeval import stored_text
 from .report import ROOT
+from .vectorcache import embed_missing, key, saved
 
 REALMEM = ROOT.parent / "shared" / "data" / "realmem"
 VECTORS = ROOT / ".recall" / "realmem-vectors.npz"
@@ -122,16 +122,6 @@ def no_memory_needed(user: User, count: int = 20) -> list[tuple[int, Message]]:
     return [pool[i] for i in sorted(drawn)]
 
 
-def _key(kind: str, text: str) -> str:
-    return kind + ":" + hashlib.sha1(text.encode("utf-8")).hexdigest()  # noqa: S324  # a cache key
-
-
-def _save(table: dict[str, np.ndarray], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keys = list(table)
-    np.savez(path, keys=np.array(keys), vectors=np.vstack([table[k] for k in keys]))
-
-
 async def vectors(
     embedder: Embedder,
     users: Sequence[User],
@@ -141,33 +131,19 @@ async def vectors(
     """Every stored text of `users` (as the store embeds a turn) and every message in `asked`
     (as a query) by kind and hash: read from `path`, the missing ones embedded by `embedder`
     (the store's), the file rewritten after each chunk, so an interrupted run resumes."""
-    table = saved_vectors(path) if path.exists() else {}  # noqa: ASYNC240  # read once
-    docs = {_key("doc", t): t for u in users for s in u.sessions for t in map(stored_text, s.pairs)}
-    todo = [(k, t) for k, t in docs.items() if k not in table]
-    chunk = 512
-    for start in range(0, len(todo), chunk):
-        part = todo[start : start + chunk]
-        embedded = await embedder.embed_documents([t for _k, t in part])
-        table.update(
-            (k, np.asarray(v, dtype=np.float32)) for (k, _t), v in zip(part, embedded, strict=True)
-        )
-        _save(table, path)
-        print(f"realmem vectors: {start + len(part)} of {len(todo)} new turns", flush=True)
-    questions = [t for t in dict.fromkeys(asked) if _key("query", t) not in table]
-    for text in questions:
-        table[_key("query", text)] = np.asarray(await embedder.embed_query(text), dtype=np.float32)
-    if questions:
-        _save(table, path)
-        print(f"realmem vectors: {len(questions)} new messages", flush=True)
+    table = saved(path)  # read once
+    docs = [stored_text(p) for u in users for s in u.sessions for p in s.pairs]
+    await embed_missing(embedder, docs, "doc", table, path, "realmem vectors")
+    await embed_missing(embedder, asked, "query", table, path, "realmem vectors")
     return table
 
 
 def items(user: User, session: Session, table: dict[str, np.ndarray]) -> Iterator[dict[str, Any]]:
     """`session`'s pairs as `add_turns` items for `user`, with their vectors."""
     for pair in session.pairs:
-        yield {**pair, "user_id": user.user_id, "embedding": table[_key("doc", stored_text(pair))]}
+        yield {**pair, "user_id": user.user_id, "embedding": table[key("doc", stored_text(pair))]}
 
 
 def query_vector(text: str, table: dict[str, np.ndarray]) -> np.ndarray:
     """The vector of a message asked."""
-    return table[_key("query", text)]
+    return table[key("query", text)]
