@@ -62,6 +62,21 @@ def test_no_window_when_none_is_named(text: str) -> None:
     assert time_window(text, NOW) is None
 
 
+@pytest.mark.parametrize("hour", range(24))
+@pytest.mark.parametrize(
+    "text", ["good morning!", "Good evening, how are you?", "good night", "morning :)"]
+)
+def test_a_greeting_names_no_time_at_any_hour(text: str, hour: int) -> None:
+    # at 06:23 "good morning!" once named this morning, and the turns said since opened a
+    # search's gate (tests/integration/test_cli.py failed after 06:00 only)
+    assert time_window(text, NOW.replace(hour=hour, minute=23)) is None
+
+
+def test_a_greeting_does_not_hide_a_time_named_after_it() -> None:
+    window = time_window("good morning! what did I cook this morning?", NOW)
+    assert window is not None and window.start == day(2026, 11, 26)
+
+
 def test_a_season_not_yet_over_is_last_years_unless_it_is_this_one() -> None:
     july = datetime(2026, 7, 10, tzinfo=UTC)
     last = time_window("last summer", july)

@@ -54,6 +54,10 @@ _SEASON = re.compile(r"\b(last|this|past)\s+(spring|summer|autumn|fall|winter)\b
 _WEEKEND = re.compile(r"\b(last|this|past|the)\s+weekend\b")
 _HOLIDAY = re.compile(r"\b(christmas|xmas|halloween|valentine)")
 _FORTNIGHT = re.compile(r"\b(a|one)\s+fortnight\b|\bfortnight\b")
+# a greeting names no time: "good morning!" at 06:30 is not a question about this morning
+_GREETING = re.compile(
+    r"\bgood\s+(morning|afternoon|evening|night|day)\b|^\W*(morning|evening)\b(?!\s+\w)"
+)
 # parsedatetime's accuracy flags (pdtContext)
 _YEAR, _MONTH, _WEEK, _DAY, _HALFDAY = 1, 2, 4, 8, 16
 
@@ -156,7 +160,7 @@ def time_window(text: str, now: datetime) -> Window | None:
         now: the moment it is asked (UTC when naive); only the moment counts, not the
             timezone it is written in.
     """
-    low = text.lower()
+    low = _GREETING.sub(" ", text.lower())
     words = set(_WORDS.findall(low))
     if words.isdisjoint(_CUES) and not any(w.isdigit() for w in words):
         return None
