@@ -492,6 +492,9 @@ def cross(fit_on: Sequence[Case], scored: list[Case], excluded: frozenset[int]) 
 
 
 SLOPE = [0.1]  # the slope in use: chosen by `choose_slope` before the figures are made
+# a turn's gate weighs the match with the intent (decision 0039): the intent's weight and the
+# bias, chosen by `python benchmarks/gate_rule.py` on its fit part for the offsets in use
+GATE_RULE = (2.0, 0.5)
 
 
 def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list[str]:
@@ -501,11 +504,16 @@ def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list
         return []
     order = sorted(range(len(case.ids)), key=lambda i: (-case.logits[i], case.ids[i]))
     best = case.logits[order[0]]
-    gate = min(case.gate + offsets[0], case.intent + offsets[1])
+    weight, bias = GATE_RULE
+    gate = (case.gate + offsets[0] + weight * (case.intent + offsets[1]) - bias) / (1 + weight)
     out = []
     for i in order[:LIMIT]:
-        z = gate + SLOPE[0] * (case.logits[i] - best)
-        if 1 / (1 + math.exp(-z)) < threshold:
+        below = case.logits[i] - best
+        if gate >= 0:  # `SecondStage.score_of`: an open gate hands over the best candidates
+            score = 0.5 + (1 / (1 + math.exp(-gate)) - 0.5) * math.exp(SLOPE[0] * below)
+        else:
+            score = 1 / (1 + math.exp(-(gate + SLOPE[0] * below)))
+        if score < threshold:
             break
         out.append(case.ids[i])
     return out
@@ -749,7 +757,7 @@ async def main() -> None:
         embedding_model=BGE_MODEL_NAME, candidates=CANDIDATES, ranker=final.ranker,
         product_weights=None, intent=final.intent,
         intent_intercept=final.intent_intercept, gate=final.gate, gate_offset=offset[0],
-        intent_offset=offset[1],
+        intent_offset=offset[1], intent_weight=GATE_RULE[0], gate_bias=GATE_RULE[1],
         slope=SLOPE[0],
         source={"command": command,
                 "commit": revision, "data": "LoCoMo dev (../shared/data/locomo_dev.json), "

@@ -15,7 +15,7 @@ from recall.errors import InvalidInputError
 from recall.search.candidates import CandidateRow
 from recall.search.features import GATE_FEATURES, RANK_FEATURES
 from recall.search.keywords import keywords_from_text
-from recall.search.second_stage import LinearModel, SecondStage
+from recall.search.second_stage import LinearModel, SecondStage, second_stage_for
 from recall.store import MemoryStore
 from recall.store.search import ECHO_SLACK, SCOPE, SCOPE_FROM
 from recall.testing import FakeEmbeddings
@@ -78,7 +78,9 @@ async def test_the_gate_explains_itself(bge_store: MemoryStore, user: str) -> No
     assert why is not None
     assert sum(why["ranker"].values()) == pytest.approx(why["logit"], abs=1e-3)
     assert sum(why["gate_parts"].values()) == pytest.approx(why["match"], abs=1e-3)
-    assert why["gate"] == min(why["match"], why["intent"])
+    stage = second_stage_for("bge-small-en-v1.5")
+    assert stage is not None
+    assert why["gate"] == pytest.approx(stage.verdict(why["match"], why["intent"]), abs=1e-3)
     assert set(why["gate_parts"]) == {*GATE_FEATURES, "intercept", "offset"}
     # the shipped ranker is trees over the features, with no learned similarity of the vectors
     assert set(why["ranker"]) == {*RANK_FEATURES, "bias"}
@@ -110,7 +112,7 @@ def flat_stage(dims: int) -> SecondStage:
         ranker=linear(RANK_FEATURES, rank, 0.0), product_weights=np.zeros(dims),
         intent=np.zeros(dims), intent_intercept=0.0,
         gate=linear(GATE_FEATURES, [0.0] * len(GATE_FEATURES), 3.0), gate_offset=0.0,
-        intent_offset=50.0, slope=1.0, source={},
+        intent_offset=0.0, intent_weight=0.0, gate_bias=0.0, slope=1.0, source={},
     )  # fmt: skip
 
 

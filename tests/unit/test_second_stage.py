@@ -162,7 +162,11 @@ def linear(names: tuple[str, ...], weights: list[float], intercept: float) -> Li
 
 
 def stage(
-    gate_intercept: float, *, cos_weight: float = 10.0, intent_offset: float = 50.0
+    gate_intercept: float,
+    *,
+    cos_weight: float = 10.0,
+    intent_offset: float = 0.0,
+    intent_weight: float = 0.0,
 ) -> SecondStage:
     rank_w = [0.0] * len(RANK_FEATURES)
     rank_w[col("cos")] = cos_weight
@@ -176,25 +180,49 @@ def stage(
         gate=linear(GATE_FEATURES, [0.0] * len(GATE_FEATURES), gate_intercept),
         gate_offset=0.5,
         intent_offset=intent_offset,
+        intent_weight=intent_weight,
+        gate_bias=0.0,
         slope=0.3,
         source={},
     )
 
 
-def test_the_best_candidate_scores_the_gate_and_the_rest_fall_below_it() -> None:
+def test_an_open_gate_hands_over_the_best_candidates_in_the_rankers_order() -> None:
     rows = [row(0, distance=0.6), row(1, distance=0.1), row(2, distance=0.3)]
     scored = stage(1.0).score("cello", np.ones(DIMS), rows, [1, 2, 0])
     assert scored.order == [1, 2, 0]
     assert scored.gate == pytest.approx(1.5)  # intercept plus offset
     assert scored.scores[1] == pytest.approx(1 / (1 + math.exp(-1.5)))
     assert scored.scores[1] > scored.scores[2] > scored.scores[0]
+    # open: however far below the best, a candidate passes 0.5 (issue 45: reach first)
+    assert min(scored.scores) >= 0.5
+    # the second scores between 0.5 and the best, by how far the ranker puts it below
+    below = float(scored.logits[2] - scored.logits[1])
+    assert below < 0
+    expected = 0.5 + (1 / (1 + math.exp(-1.5)) - 0.5) * math.exp(0.3 * below)
+    assert scored.scores[2] == pytest.approx(expected)
     # a closed gate: nothing reaches 0.5, whatever the ranker thinks
     closed = stage(-3.0).score("cello", np.ones(DIMS), rows, [1, 2, 0])
     assert max(closed.scores) < 0.5
-    # a message that asks nothing of memory: the intent caps an open gate
-    chat = stage(1.0, intent_offset=-2.0).score("hi", np.ones(DIMS), rows, [1, 2, 0])
-    assert chat.match == pytest.approx(1.5) and chat.intent == pytest.approx(-2.0)
-    assert chat.gate == pytest.approx(-2.0) and max(chat.scores) < 0.5
+    assert closed.scores[1] == pytest.approx(1 / (1 + math.exp(2.5)))
+
+
+def test_a_turns_gate_weighs_the_match_with_the_intent() -> None:
+    rows = [row(0, distance=0.6), row(1, distance=0.1), row(2, distance=0.3)]
+    # a message that asks nothing of memory: the intent pulls an open match below the gate
+    chat = stage(1.0, intent_offset=-2.0, intent_weight=2.0)
+    said = chat.score("hi", np.ones(DIMS), rows, [1, 2, 0])
+    assert said.match == pytest.approx(1.5) and said.intent == pytest.approx(-2.0)
+    assert said.gate == pytest.approx((1.5 + 2.0 * -2.0) / 3.0)
+    assert max(said.scores) < 0.5
+    # a question about the user's life: the intent opens a gate the match alone would close
+    own = stage(-1.0, intent_offset=2.0, intent_weight=2.0)
+    asked = own.score("which city am I in?", np.ones(DIMS), rows, [1, 2, 0])
+    assert asked.match == pytest.approx(-0.5) and asked.gate == pytest.approx(3.5 / 3.0)
+    assert min(asked.scores) >= 0.5
+    # a search reads the match alone
+    searched = own.score("city", np.ones(DIMS), rows, [1, 2, 0], intent=False)
+    assert searched.gate == pytest.approx(-0.5) and max(searched.scores) < 0.5
 
 
 def test_an_explanation_adds_up_to_the_logit_and_the_gate() -> None:
@@ -205,7 +233,7 @@ def test_an_explanation_adds_up_to_the_logit_and_the_gate() -> None:
         why = scored.explain(s, i)
         assert sum(why.ranker.values()) == pytest.approx(why.logit)
         assert sum(why.gate_parts.values()) == pytest.approx(why.match)
-        assert why.gate == min(why.match, why.intent)
+        assert why.gate == pytest.approx(s.verdict(why.match, why.intent))
         assert why.score == pytest.approx(scored.scores[i])
         data = why.as_dict()
         assert next(iter(data["ranker"])) == "cos"  # the largest part first
@@ -324,7 +352,7 @@ def test_a_stage_of_trees_scores_and_explains_without_vector_products() -> None:
     s = SecondStage(
         embedding_model="test", candidates=25, ranker=ranker, product_weights=None,
         intent=np.zeros(DIMS), intent_intercept=0.0, gate=gate, gate_offset=0.5,
-        intent_offset=50.0, slope=0.3, source={},
+        intent_offset=0.0, intent_weight=0.0, gate_bias=0.0, slope=0.3, source={},
     )  # fmt: skip
     rows = [row(0, distance=0.95), row(1, distance=0.5)]  # cos 0.05 <= 1, cos 0.5 <= 1
     scored = s.score("cello", np.ones(DIMS), rows, [1, 0])

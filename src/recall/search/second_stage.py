@@ -11,16 +11,21 @@ intent is linear over the query's vector:
 - the **ranker** orders the candidates: a logit `z` per memory;
 - the **intent** model reads the query's own vector: small talk and generic requests score low;
 - the **gate** reads the query as a whole (intent, coverage, the best cosines and logits) and
-  gives the log-odds that one of the memories answers the message, shifted by the fitted
-  `gate_offset` (its operating point: docs/benchmarks.md publishes reach and silence for every
-  threshold). The intent's own logit, shifted by `intent_offset`, caps it: a message that asks
-  nothing of memory stays silent however well a stored greeting matches it. `g` is the lower of
-  the two.
+  gives the log-odds that one of the memories answers the message (`match`), shifted by the
+  fitted `gate_offset`. The intent's own logit, shifted by `intent_offset`, is the other
+  witness. In a turn of conversation the gate `g` weighs the two:
+  `(match + intent_weight * intent - gate_bias) / (1 + intent_weight)` (decision 0039): a
+  question about the user's life opens it even when no memory matches it in words ("Which city
+  am I in?" after "I live in Tucson"), and a message that asks nothing of memory needs strong
+  evidence. A search (`intent=False`) reads `match` alone.
 
-A memory's score is `sigmoid(g + slope * (z - z_best))`: the best candidate scores the gate's
-probability and the others less, by how far the ranker puts them below it. So the default
-threshold 0.5 is a gate: when nothing answers the message nothing passes, and when something
-does, the best candidates pass. It is not a per-memory probability.
+A memory's score: with the gate open (`g >= 0`) the best candidate scores the gate's
+probability `sigmoid(g)` and the others `0.5 + (sigmoid(g) - 0.5) * exp(slope * (z - z_best))`,
+less by how far the ranker puts them below it but never under 0.5, so an open gate hands over
+the first `limit` candidates: a memory returned in vain costs a line of prompt, a fact hidden
+is the memory failing (issue 45). With the gate closed every score is
+`sigmoid(g + slope * (z - z_best))`, under 0.5. So the default threshold 0.5 is the gate, and a
+higher threshold keeps the candidates nearest the best. It is not a per-memory probability.
 
 Each score splits into the features' contributions (`explain`): a linear model's weights times
 its standardised features, a tree model's changes along the row's path (Saabas's method).
@@ -92,9 +97,9 @@ class Explanation:
     logit, each by feature (`vectors` is the learned similarity of the two vectors).
 
     Attributes:
-        score: sigmoid(gate + slope * (logit - best_logit)).
-        gate: the query's gate, the lower of `match` and `intent` (`match` alone for a search);
-            below 0, nothing passes 0.5.
+        score: `SecondStage.score_of(gate, logit - best_logit)`.
+        gate: the query's gate, `SecondStage.verdict` of `match` and `intent` (`match` alone
+            for a search); below 0, nothing passes 0.5.
         match: the gate model's logit (offset included): does a memory answer the message?
         intent: the intent model's logit (offset included): does the message ask anything of
             memory at all?
@@ -138,8 +143,8 @@ class Scored:
         order: indexes into the candidates, best first.
         scores: each candidate's score (0-1), in the candidates' order.
         logits: each candidate's ranker logit, in the candidates' order.
-        gate: the query's gate logit, the lower of `match` and `intent` (offsets included;
-            `match` alone for a search).
+        gate: the query's gate logit, `SecondStage.verdict` of `match` and `intent` (offsets
+            included; `match` alone for a search).
         match: the gate model's logit; intent: the intent model's.
     """
 
@@ -233,8 +238,10 @@ class SecondStage:
         intent: the intent model's weights over the query's vector.
         intent_intercept: its intercept.
         gate: the gate (`GATE_FEATURES`): linear or trees.
-        gate_offset: added to the gate's logit: its operating point.
-        intent_offset: added to the intent's logit, which caps the gate.
+        gate_offset: added to the gate model's logit (`match`).
+        intent_offset: added to the intent's logit.
+        intent_weight: the intent's weight beside `match` in a turn's gate.
+        gate_bias: subtracted from the weighted sum: the gate's operating point.
         slope: how fast a candidate's score falls below the best one's, per unit of logit.
         source: how the weights were fitted (command, data, date), for the record.
     """
@@ -248,6 +255,8 @@ class SecondStage:
     gate: Model
     gate_offset: float
     intent_offset: float
+    intent_weight: float
+    gate_bias: float
     slope: float
     source: Mapping[str, Any]
 
@@ -281,7 +290,7 @@ class SecondStage:
             vector_order: the vector side's candidates as indexes into `rows`, best first.
             now: when the message is asked (now by default): a time it names ("yesterday",
                 "last summer") puts the candidates from then first (`recall.search.when`).
-            intent: whether the gate is the lower of `match` and the intent (a turn of
+            intent: whether the gate weighs `match` with the intent (`verdict`: a turn of
                 conversation); False: `match` alone (a search, `recall.search.rankers.Query`).
         """
         facts = query_facts(query_text, rows)
@@ -300,13 +309,25 @@ class SecondStage:
         logits = logits + bonus
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
         capped = asks + self.intent_offset
-        gate = min(match, capped) if intent else match
+        gate = self.verdict(match, capped) if intent else match
         # ties keep the candidates' order, which the SQL made stable (migration 0023); an id
         # would differ between two databases holding the same memories
         order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))
         best = float(logits[order[0]]) if order else 0.0
-        scores = [_sigmoid(gate + self.slope * (float(z) - best)) for z in logits]
+        scores = [self.score_of(gate, float(z) - best) for z in logits]
         return Scored(order, scores, np.asarray(logits), gate, match, capped, x, prod, gx, bonus)
+
+    def verdict(self, match: float, intent: float) -> float:
+        """A turn's gate logit from `match` and the intent (offsets included): their weighted
+        sum less `gate_bias`, over the weights' sum, so it reads on `match`'s scale."""
+        return (match + self.intent_weight * intent - self.gate_bias) / (1.0 + self.intent_weight)
+
+    def score_of(self, gate: float, below: float) -> float:
+        """The score of a candidate whose logit is `below` (<= 0) the best one's, under the
+        gate logit `gate` (the module's docstring): at least 0.5 when the gate is open."""
+        if gate >= 0.0:
+            return 0.5 + (_sigmoid(gate) - 0.5) * math.exp(self.slope * min(below, 0.0))
+        return _sigmoid(gate + self.slope * below)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SecondStage:
@@ -336,6 +357,8 @@ class SecondStage:
                 gate=gate,
                 gate_offset=float(data["gate_offset"]),
                 intent_offset=float(data["intent_offset"]),
+                intent_weight=float(data["intent_weight"]),
+                gate_bias=float(data["gate_bias"]),
                 slope=float(data["slope"]),
                 source=dict(data.get("source", {})),
             )
@@ -356,6 +379,8 @@ class SecondStage:
             "gate": self.gate.to_json(),
             "gate_offset": self.gate_offset,
             "intent_offset": self.intent_offset,
+            "intent_weight": self.intent_weight,
+            "gate_bias": self.gate_bias,
             "slope": self.slope,
             "source": dict(self.source),
         }

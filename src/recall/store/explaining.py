@@ -123,7 +123,8 @@ def _gate(raw: Mapping[str, Any], threshold: float) -> str:
     if gate >= _opens(threshold):
         why = _strongest(raw["gate_parts"], 1.0, gate=True)
         return f"The gate opened: some memory looks like it answers the message, mostly by {why}."
-    if intent <= match and gate <= intent:  # the intent closed it (a turn, not a search)
+    # a turn (a search reads the match alone) whose intent pulled the gate shut
+    if gate != match and intent < match:
         return (
             "The gate stayed shut: the message does not read as asking about something said "
             f"before (intent {intent:+.2f}), so nothing passes the threshold {threshold:g}."
