@@ -16,6 +16,7 @@ from recall.errors import InvalidInputError
 
 __all__ = [
     "KINDS",
+    "LIBRARY_KEY",
     "MAX_ID_LENGTH",
     "MAX_SUMMARY_LENGTH",
     "Memory",
@@ -25,6 +26,7 @@ __all__ = [
     "clean_text",
     "embedding_text",
     "make_turn",
+    "own_words",
     "stored_length",
 ]
 
@@ -37,6 +39,10 @@ MAX_ID_LENGTH = 512
 
 # a model-written memory (kind "summary") is stored up to this long, whatever a turn's limit
 MAX_SUMMARY_LENGTH = 4000
+
+LIBRARY_KEY = "recall"
+"""The metadata key the library keeps its own data under (provenance, repeats, a reply's own
+words: `recall.search.provenance`)."""
 
 
 def stored_length(kind: object, max_message_length: int) -> int:
@@ -105,9 +111,23 @@ class MemoryRow:
     bm25: float | None
 
 
-def embedding_text(user_message: str, ai_response: str) -> str:
-    """The text embedded for a stored turn: both sides, so either can match a query."""
-    return f"{user_message}\n{ai_response}"
+def own_words(metadata: Mapping[str, Any] | None) -> str | None:
+    """The part of a stored reply that is its own, recorded under `LIBRARY_KEY` ("own"): the
+    reply less the sentences that restate the memories it quotes (decision 0038); None when
+    none was recorded (the whole reply is its own). Only a string counts, as in the full-text
+    trigger (migration 0024)."""
+    recorded = (metadata or {}).get(LIBRARY_KEY)
+    if not isinstance(recorded, Mapping):
+        return None
+    own = recorded.get("own")
+    return own if isinstance(own, str) else None
+
+
+def embedding_text(user_message: str, ai_response: str, own: str | None = None) -> str:
+    """The text embedded for a stored turn: both sides, so either can match a query; of the
+    reply only its own part (`own_words`) where one was recorded, so that a turn is not found
+    by the memories its reply quotes (decision 0038)."""
+    return f"{user_message}\n{ai_response if own is None else own}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +146,8 @@ class Turn:
 
     @property
     def text(self) -> str:
-        """The text that is embedded for this turn."""
-        return embedding_text(self.user_message, self.ai_response)
+        """The text that is embedded for this turn: its user text and its reply's own words."""
+        return embedding_text(self.user_message, self.ai_response, own_words(self.metadata))
 
 
 def clean_id(value: object, name: str, *, required: bool = True) -> str | None:
