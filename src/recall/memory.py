@@ -25,6 +25,7 @@ __all__ = [
     "clean_id",
     "clean_text",
     "embedding_text",
+    "library_bytes",
     "make_turn",
     "own_words",
     "stored_length",
@@ -109,6 +110,14 @@ class MemoryRow:
     kind: str
     distance: float | None
     bm25: float | None
+
+
+def library_bytes(max_length: int) -> int:
+    """How large the library's metadata entry (`LIBRARY_KEY`) may be for a turn whose texts
+    are at most `max_length` characters long: a reply's own part (at most the reply, up to 6
+    bytes a character as JSON) and a few kB of ids and counts. It counts against this, not
+    against the caller's `max_metadata_bytes`."""
+    return 6 * max_length + 8192
 
 
 def own_words(metadata: Mapping[str, Any] | None) -> str | None:
@@ -208,7 +217,11 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
-def _clean_metadata(value: object, max_bytes: int) -> tuple[dict[str, Any], str]:
+def _json_bytes(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+
+
+def _clean_metadata(value: object, max_bytes: int, max_length: int) -> tuple[dict[str, Any], str]:
     if value is None:
         return {}, "{}"
     if not isinstance(value, Mapping):
@@ -222,6 +235,15 @@ def _clean_metadata(value: object, max_bytes: int) -> tuple[dict[str, Any], str]
     if "\\u0000" in encoded or _has_surrogate(encoded):
         raise InvalidInputError("metadata must not contain NUL characters or lone surrogates")
     size = len(encoded.encode("utf-8"))
+    if size > max_bytes and LIBRARY_KEY in value:
+        # the library's entry (provenance, a reply's own words) does not count against the
+        # caller's limit, so that a memory `recall export` wrote imports again; it has its own
+        size = _json_bytes({k: v for k, v in value.items() if k != LIBRARY_KEY})
+        library = _json_bytes(value[LIBRARY_KEY])
+        if library > (limit := library_bytes(max_length)):
+            raise InvalidInputError(
+                f"metadata's {LIBRARY_KEY!r} entry is {library} bytes as JSON; at most {limit}"
+            )
     if size > max_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; at most {max_bytes}")
     decoded: dict[str, Any] = json.loads(encoded)
@@ -275,7 +297,7 @@ def make_turn(
         ai_text = ""
     else:
         ai_text = clean_text(ai_response, "ai_response", max_length=max_length, cut=cut)
-    meta, meta_json = _clean_metadata(metadata, max_metadata_bytes)
+    meta, meta_json = _clean_metadata(metadata, max_metadata_bytes, max_length)
     digest = hashlib.sha256(
         json.dumps(
             [uid, cid, user_text, ai_text] + ([] if kind == "turn" else [kind]),
