@@ -28,12 +28,13 @@ QUOTE_SHARE = 0.5
 own content words are the source's."""
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_WORDLIKE = re.compile(r"\w")
 
 
 def sentences(text: str) -> list[str]:
     """`text`'s sentences, stripped: split after ".", "!" and "?" (a run of them ends one
     sentence) and at line ends; text with no letter or digit between two ends is no sentence."""
-    return [s for m in _SENTENCE.finditer(text) if (s := m.group(0).strip())]
+    return [s for m in _SENTENCE.finditer(text) if _WORDLIKE.search(s := m.group(0).strip())]
 
 
 def _is_quote(sentence: str, sources: list[frozenset[str]]) -> bool:
