@@ -52,6 +52,7 @@ CITUS_MODULES = {
     "test_store_calibration.py",
     "test_retention.py",
     "test_provenance.py",
+    "test_own_words.py",
 }
 
 # ... except these, which check how plain PostgreSQL runs a statement, not what it returns:

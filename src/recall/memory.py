@@ -16,6 +16,7 @@ from recall.errors import InvalidInputError
 
 __all__ = [
     "KINDS",
+    "LIBRARY_KEY",
     "MAX_ID_LENGTH",
     "MAX_SUMMARY_LENGTH",
     "Memory",
@@ -24,7 +25,9 @@ __all__ = [
     "clean_id",
     "clean_text",
     "embedding_text",
+    "library_bytes",
     "make_turn",
+    "own_words",
     "stored_length",
 ]
 
@@ -37,6 +40,10 @@ MAX_ID_LENGTH = 512
 
 # a model-written memory (kind "summary") is stored up to this long, whatever a turn's limit
 MAX_SUMMARY_LENGTH = 4000
+
+LIBRARY_KEY = "recall"
+"""The metadata key the library keeps its own data under (provenance, repeats, a reply's own
+words: `recall.search.provenance`)."""
 
 
 def stored_length(kind: object, max_message_length: int) -> int:
@@ -105,9 +112,31 @@ class MemoryRow:
     bm25: float | None
 
 
-def embedding_text(user_message: str, ai_response: str) -> str:
-    """The text embedded for a stored turn: both sides, so either can match a query."""
-    return f"{user_message}\n{ai_response}"
+def library_bytes(max_length: int) -> int:
+    """How large the library's metadata entry (`LIBRARY_KEY`) may be for a turn whose texts
+    are at most `max_length` characters long: a reply's own part (at most the reply, up to 6
+    bytes a character as JSON) and a few kB of ids and counts. It counts against this, not
+    against the caller's `max_metadata_bytes`."""
+    return 6 * max_length + 8192
+
+
+def own_words(metadata: Mapping[str, Any] | None) -> str | None:
+    """The part of a stored reply that is its own, recorded under `LIBRARY_KEY` ("own"): the
+    reply less the sentences that restate the memories it quotes (decision 0038); None when
+    none was recorded (the whole reply is its own). Only a string counts, as in the full-text
+    trigger (migration 0024)."""
+    recorded = (metadata or {}).get(LIBRARY_KEY)
+    if not isinstance(recorded, Mapping):
+        return None
+    own = recorded.get("own")
+    return own if isinstance(own, str) else None
+
+
+def embedding_text(user_message: str, ai_response: str, own: str | None = None) -> str:
+    """The text embedded for a stored turn: both sides, so either can match a query; of the
+    reply only its own part (`own_words`) where one was recorded, so that a turn is not found
+    by the memories its reply quotes (decision 0038)."""
+    return f"{user_message}\n{ai_response if own is None else own}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +155,8 @@ class Turn:
 
     @property
     def text(self) -> str:
-        """The text that is embedded for this turn."""
-        return embedding_text(self.user_message, self.ai_response)
+        """The text that is embedded for this turn: its user text and its reply's own words."""
+        return embedding_text(self.user_message, self.ai_response, own_words(self.metadata))
 
 
 def clean_id(value: object, name: str, *, required: bool = True) -> str | None:
@@ -188,7 +217,11 @@ def _has_surrogate(text: str) -> bool:
     return False
 
 
-def _clean_metadata(value: object, max_bytes: int) -> tuple[dict[str, Any], str]:
+def _json_bytes(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+
+
+def _clean_metadata(value: object, max_bytes: int, max_length: int) -> tuple[dict[str, Any], str]:
     if value is None:
         return {}, "{}"
     if not isinstance(value, Mapping):
@@ -202,6 +235,15 @@ def _clean_metadata(value: object, max_bytes: int) -> tuple[dict[str, Any], str]
     if "\\u0000" in encoded or _has_surrogate(encoded):
         raise InvalidInputError("metadata must not contain NUL characters or lone surrogates")
     size = len(encoded.encode("utf-8"))
+    if size > max_bytes and LIBRARY_KEY in value:
+        # the library's entry (provenance, a reply's own words) does not count against the
+        # caller's limit, so that a memory `recall export` wrote imports again; it has its own
+        size = _json_bytes({k: v for k, v in value.items() if k != LIBRARY_KEY})
+        library = _json_bytes(value[LIBRARY_KEY])
+        if library > (limit := library_bytes(max_length)):
+            raise InvalidInputError(
+                f"metadata's {LIBRARY_KEY!r} entry is {library} bytes as JSON; at most {limit}"
+            )
     if size > max_bytes:
         raise InvalidInputError(f"metadata is {size} bytes as JSON; at most {max_bytes}")
     decoded: dict[str, Any] = json.loads(encoded)
@@ -255,7 +297,7 @@ def make_turn(
         ai_text = ""
     else:
         ai_text = clean_text(ai_response, "ai_response", max_length=max_length, cut=cut)
-    meta, meta_json = _clean_metadata(metadata, max_metadata_bytes)
+    meta, meta_json = _clean_metadata(metadata, max_metadata_bytes, max_length)
     digest = hashlib.sha256(
         json.dumps(
             [uid, cid, user_text, ai_text] + ([] if kind == "turn" else [kind]),

@@ -11,7 +11,7 @@ from recall.db.migrate import apply_migrations, distribute, load_migrations
 from recall.db.pool import connect_once
 from recall.db.sql import query
 from recall.memory import make_turn
-from recall.search.provenance import repeats_of
+from recall.search.provenance import provenance_of, repeats_of
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -265,3 +265,27 @@ async def test_a_cluster_distributed_before_0021_gets_the_scoped_call(
         b" text[], integer, integer, boolean)'::regprocedure AND distribution_argument_index = 0",
     )
     assert functions == [(1,)]
+
+
+async def test_a_cluster_distributed_before_0024_indexes_own_words(databases: Databases) -> None:
+    """Migration 0024 on a cluster already distributed: the trigger function the workers' shards
+    run is replaced, so a turn's quoted sentence no longer finds it by keyword."""
+    url = await databases.create("recall_upgrade_0024")
+    conn = await connect_once(url)
+    try:
+        await apply_migrations(conn, [m for m in load_migrations() if m.version < 24])
+        assert await distribute(conn) == 0  # apply_migrations distributed already
+    finally:
+        await conn.close()
+    settings = Settings(database_url=url, embedding_cache_ttl=0)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
+        fact = await store.add_turn("u-0024", "My daughter Mia is allergic to peanuts.", "Noted.")
+        reply = "Remember that Mia is allergic to peanuts! Try a lentil curry tonight."
+        source = {"id": fact.id, "user_message": fact.user_message, "ai_response": "Noted."}
+        provenance = provenance_of("We're going vegetarian.", reply, [source])
+        turn = await store.add_turn(
+            "u-0024", "We're going vegetarian.", reply, provenance=provenance
+        )
+        found = await store.search("u-0024", "peanuts", mode="keyword", similarity_threshold=0.0)
+        assert [m.id for m in found] == [fact.id]
+        assert [m.id for m in await store.search("u-0024", "lentil", mode="keyword")] == [turn.id]

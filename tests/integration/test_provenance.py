@@ -54,7 +54,9 @@ async def test_the_writer_records_what_was_retrieved_and_quoted(
     [newest, *_] = await store.recent(user, 1)
     assert newest.user_message == QUESTION
     provenance = Provenance.of(newest.metadata)
-    assert provenance == Provenance((fact.id, other.id), (fact.id,), True)
+    # the reply's one sentence restates the fact: nothing of it is its own (decision 0038)
+    own = Provenance((fact.id, other.id), (fact.id,), True, own="", own_judged=True)
+    assert provenance == own
 
 
 async def test_a_turn_without_retrieved_memories_has_no_provenance(

@@ -73,7 +73,9 @@ def reembed(
     batch_size: Annotated[int, typer.Option(min=1, help="Memories per batch.")] = 256,
 ) -> None:
     """Rebuild every stored embedding with RECALL_EMBEDDING_MODEL, or, unset, the default model
-    (bge-small-en-v1.5): how a database made with an older default moves to the new one.
+    (bge-small-en-v1.5): how a database made with an older default moves to the new one. Then
+    brings turns stored before decision 0038 over to their own words (their replies' quotes of
+    other memories left out of what they are embedded and indexed by).
 
     Searches keep working while it runs; restart your app with the new model afterwards."""
     settings = settings_of(ctx)

@@ -362,7 +362,11 @@ SELECT
     pg_total_relation_size('recall.memories') AS bytes;
 
 -- name: reembed_in_place_batch
-SELECT user_id, id, user_message, ai_response
+-- `own`: the reply's own part where one is recorded (decision 0038), which is embedded with the
+-- user text instead of the whole reply; only a string counts (recall.memory.own_words).
+SELECT user_id, id, user_message, ai_response,
+       CASE WHEN jsonb_typeof(metadata #> '{recall,own}') = 'string'
+            THEN metadata #>> '{recall,own}' END AS own
 FROM recall.memories
 WHERE embedding_model <> %(model_name)s
 LIMIT %(batch)s;
@@ -373,7 +377,9 @@ SET embedding = %(embedding)s, embedding_model = %(model_name)s
 WHERE user_id = %(user_id)s AND id = %(id)s;
 
 -- name: reembed_next_batch
-SELECT user_id, id, user_message, ai_response
+SELECT user_id, id, user_message, ai_response,
+       CASE WHEN jsonb_typeof(metadata #> '{recall,own}') = 'string'
+            THEN metadata #>> '{recall,own}' END AS own
 FROM recall.memories
 WHERE embedding_next IS NULL
 LIMIT %(batch)s;
@@ -382,6 +388,47 @@ LIMIT %(batch)s;
 UPDATE recall.memories
 SET embedding_next = %(embedding)s, embedding_model = %(model_name)s
 WHERE user_id = %(user_id)s AND id = %(id)s;
+
+-- name: own_words_batch
+-- Turns whose reply quotes memories and was never judged for its own words: stored before
+-- migration 0024 (decision 0038), their provenance has "quoted" ids and no "own". In key order
+-- after the previous batch's last row, so a run reads the table once (a keyset, not OFFSET);
+-- the first batch starts after ('', the nil uuid), before any user id.
+SELECT user_id, id, user_message, ai_response, metadata, doc_len
+FROM recall.memories
+WHERE (user_id, id) > (%(after_user)s, %(after_id)s)
+  AND kind = 'turn'
+  AND jsonb_typeof(metadata -> 'recall') = 'object'
+  AND jsonb_typeof(metadata #> '{recall,quoted}') = 'array'
+  AND metadata #> '{recall,quoted,0}' IS NOT NULL
+  AND NOT (metadata -> 'recall') ? 'own'
+ORDER BY user_id, id
+LIMIT %(batch)s;
+
+-- name: own_words_sources
+-- The stored texts of the memories some turns quote (the batch's users and quoted ids; the
+-- caller keeps the (user, id) pairs it asked for).
+SELECT user_id, id, user_message, ai_response, NULL::text AS own
+FROM recall.memories
+WHERE user_id = ANY(%(users)s::text[]) AND id = ANY(%(ids)s::uuid[]);
+
+-- name: own_words_update
+-- Record a turn's own part (a string, or null: the whole reply is its own) and its vector of
+-- the new text; the trigger (migration 0024) recomputes fts and doc_len from it. A row another
+-- run brought over meanwhile, or that a process of another model wrote, is left as it is.
+-- Returns the new doc_len, for the user's token count.
+UPDATE recall.memories
+SET metadata = jsonb_set(metadata, '{recall,own}', %(own)s::jsonb),
+    embedding = %(embedding)s
+WHERE user_id = %(user_id)s AND id = %(id)s AND embedding_model = %(model_name)s
+  AND jsonb_typeof(metadata -> 'recall') = 'object'
+  AND NOT (metadata -> 'recall') ? 'own'
+RETURNING doc_len;
+
+-- name: own_words_tokens
+-- A user's document lengths changed by `delta` lexemes (BM25's average length, migration 0002:
+-- only inserts and deletes keep it otherwise).
+UPDATE recall.users SET total_tokens = total_tokens + %(delta)s WHERE user_id = %(user_id)s;
 
 -- name: reembed_lock_table
 LOCK TABLE recall.memories IN SHARE ROW EXCLUSIVE MODE;

@@ -3,6 +3,9 @@
 Same dimension: rows are re-embedded in place, batch by batch. Another dimension: a new column
 `embedding_next vector(N)` is filled batch by batch while searches keep using the old one, then
 one short transaction swaps the columns and the per-user indexes are rebuilt.
+
+Either way, a turn is embedded with its user text and its reply's own words (decision 0038),
+and turns stored before that decision are brought over to them last (`recall.db.ownwords`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from psycopg import AsyncConnection, sql
 
 from recall.db.citus import is_citus, keep_inline
 from recall.db.migrate import lock_schema
+from recall.db.ownwords import bring_over
 from recall.db.rows import EmbeddingSpace, ReembedRow
 from recall.db.sql import fetch_all, fetch_one, query, run
 from recall.embeddings import Embedder
@@ -43,7 +47,7 @@ async def _fill(
         if not rows:
             return done
         vectors = await embedder.embed_documents(
-            [embedding_text(r.user_message, r.ai_response) for r in rows]
+            [embedding_text(r.user_message, r.ai_response, r.own) for r in rows]
         )
         async with conn.transaction(), conn.cursor() as wcur:
             await wcur.executemany(
@@ -65,7 +69,9 @@ async def reembed(
     batch: int = 256,
     on_progress: Progress | None = None,
 ) -> int:
-    """Re-embed every memory not embedded by `embedder`; return how many were rebuilt.
+    """Re-embed every memory not embedded by `embedder`, then bring the turns stored before
+    decision 0038 over to their own words (`recall.db.ownwords.bring_over`); return how many
+    memories were rebuilt (a memory both rebuilt and brought over counts twice).
 
     `conn` must be autocommit and have pgvector registered. Per-user indexes are dropped by a
     dimension change; call `MemoryStore.optimize()` afterwards to rebuild them.
@@ -86,7 +92,7 @@ async def reembed(
                 conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims}
             )
         log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
-        return done
+        return done + await bring_over(conn, embedder, batch=batch, on_progress=on_progress)
     await conn.execute(
         sql.SQL(
             "ALTER TABLE recall.memories ADD COLUMN IF NOT EXISTS embedding_next vector({})"
@@ -103,4 +109,4 @@ async def reembed(
             await run(conn, f"reembed_swap_{step}")
         await run(conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims})
     log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
-    return done
+    return done + await bring_over(conn, embedder, batch=batch, on_progress=on_progress)

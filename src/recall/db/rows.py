@@ -20,6 +20,7 @@ __all__ = [
     "ImportedId",
     "InsertedMemory",
     "NearestSummary",
+    "OwnWordsRow",
     "PendingConversation",
     "PendingTurn",
     "Progress",
@@ -202,12 +203,28 @@ class VectorExtension:
 
 @dataclass(frozen=True, slots=True)
 class ReembedRow:
-    """`reembed_*_batch`: a memory to embed again with the new model."""
+    """`reembed_*_batch`: a memory to embed again with the new model (`own`: its reply's own
+    part, where one is recorded; `recall.memory.own_words`). Also `own_words_sources`: a memory
+    a turn quotes (`own` None)."""
 
     user_id: str
     id: UUID
     user_message: str
     ai_response: str
+    own: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OwnWordsRow:
+    """`own_words_batch`: a turn whose reply quotes memories and was never judged for its own
+    words (decision 0038), with its number of lexemes before."""
+
+    user_id: str
+    id: UUID
+    user_message: str
+    ai_response: str
+    metadata: dict[str, Any]
+    doc_len: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,10 @@ turn is the closest text there is, by meaning and by keywords, and it outranks t
 answers it (LoCoMo's repeated-question regime: first 100% of the time; docs/benchmarks.md).
 Other unanswered questions crowd the results the same way. Such a turn holds nothing to
 remember, so searches leave it out before ranking: its user text is a question and its reply
-says nothing new (a "not sure" answer, or no word the question did not have). It stays stored,
-and listed by `recent`, until erased.
+says nothing new (a "not sure" answer, a bare acknowledgement such as "Noted.", or no word the
+question did not have). The reply is judged by its own part, the sentences that restate the
+memories it quotes left out (decision 0038): a question answered only by quoting a memory holds
+nothing the memory does not. It stays stored, and listed by `recent`, until erased.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["CACHED_TEXTS", "WORD", "is_question", "is_unanswered", "terms"]
+__all__ = ["CACHED_TEXTS", "WORD", "is_acknowledgement", "is_question", "is_unanswered", "terms"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -33,6 +35,12 @@ _UNINFORMATIVE = re.compile(
     r"i cannot (say|tell|remember)|"
     r"sorry,? i don'?t (know|have|remember))\b",
     re.IGNORECASE,
+)
+# a reply made of these words only acknowledges ("Noted.", "OK", "Got it.", "Sure!", "Thanks",
+# "Okay, noted."): it says nothing, whatever the question. "yes" and "no" answer a question.
+_ACKNOWLEDGING = _words(
+    "noted note ok okay k got it sure thanks thank you understood alright all right cool great "
+    "good to know gotcha i'll remember that"
 )
 # function words, which say nothing new in a reply (a short English list: PostgreSQL's own is
 # not reachable from here, floor 1)
@@ -66,14 +74,32 @@ def is_question(text: str) -> bool:
     return first is not None and first.group(0) in _QUESTION_WORDS
 
 
+def is_acknowledgement(text: str) -> bool:
+    """Whether `text` only acknowledges ("Noted.", "OK", "Got it.", "Sure!", "Thanks", "Okay,
+    noted."): it has a word, and every word is one of a short list of such words."""
+    words = WORD.findall(text.lower())
+    return bool(words) and all(w in _ACKNOWLEDGING for w in words)
+
+
 @lru_cache(maxsize=CACHED_TEXTS)
-def is_unanswered(user_message: str, ai_response: str) -> bool:
+def is_unanswered(user_message: str, ai_response: str, own: str | None = None) -> bool:
     """Whether the stored turn only asks something and got no answer: its user text is a
-    question and its reply says nothing new (a "not sure" answer, or no word the question did
-    not have). Such a turn holds nothing to remember, whatever the query."""
+    question and its reply says nothing new (a "not sure" answer, a bare acknowledgement, or
+    no word the question did not have). Such a turn holds nothing to remember, whatever the
+    query.
+
+    Args:
+        user_message: the turn's user text.
+        ai_response: its reply.
+        own: the reply's own part where one was recorded (`recall.memory.own_words`): the
+            reply is judged by it, its quotes of other memories left out.
+    """
     if not is_question(user_message):  # the cheap test first: most turns are not questions
         return False
     said = terms(user_message)
     if not said:
         return False
-    return bool(_UNINFORMATIVE.search(ai_response)) or not (terms(ai_response) - said)
+    reply = ai_response if own is None else own
+    return (
+        bool(_UNINFORMATIVE.search(reply)) or is_acknowledgement(reply) or not (terms(reply) - said)
+    )

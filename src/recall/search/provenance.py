@@ -9,8 +9,13 @@ again; the stored one counts it (`repeats`, `last_seen`).
 
 All of it lives in the memory's metadata under `KEY`, so it travels with `recall export` and
 `recall import` and needs no column: `{"recall": {"sources": [...], "quoted": [...],
-"restates": true, "repeats": 2, "last_seen": "..."}}`. The key is the library's; a caller's
-own metadata under it is replaced when the writer records provenance.
+"restates": true, "own": "...", "repeats": 2, "last_seen": "..."}}`. The key is the library's;
+a caller's own metadata under it is replaced when the writer records provenance.
+
+"own" is the reply's own part (`recall.search.ownwords`): the reply less the sentences that
+restate what it quotes, which the turn is embedded and indexed by (decision 0038). It is
+recorded for a reply that quotes something: a string where sentences were removed, null where
+none was (the whole reply is its own); its presence says the reply was judged so.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from difflib import SequenceMatcher
 from typing import Any
 from uuid import UUID
 
-from recall.memory import Turn
+from recall.memory import LIBRARY_KEY, Turn
 from recall.search.echo import is_question, terms
+from recall.search.ownwords import QUOTE_SHARE, own_part, within
 
 __all__ = [
     "KEY",
@@ -42,12 +48,10 @@ __all__ = [
     "with_provenance",
 ]
 
-KEY = "recall"
+KEY = LIBRARY_KEY
 """The metadata key provenance and repeats are stored under."""
 MAX_SOURCES = 20
 """Source ids recorded at most (the retrieval node hands over 3 by default)."""
-QUOTE_SHARE = 0.5
-"""A reply quotes a source when it holds at least this share of the source's content words."""
 NEW_SHARE = 1 / 3
 """A statement adds something of its own when at least this share of its content words is in
 none of the sources it quotes."""
@@ -67,11 +71,18 @@ class Provenance:
         restates: the turn holds nothing of the user's own beyond what it quotes: its user
             text is a question, or fewer than `NEW_SHARE` of its content words are new
             (`adds_to`). Such a turn is a restatement of `quoted`.
+        own: the reply's own part (`recall.search.ownwords.own_part`) where it differs from
+            the reply; None where the whole reply is its own or it was not judged.
+        own_judged: whether the reply was judged for its own part (always, by this version,
+            when it quotes something); a stored turn with `quoted` and not judged was written
+            before decision 0038, and `recall reembed` judges it.
     """
 
     sources: tuple[str, ...] = ()
     quoted: tuple[str, ...] = ()
     restates: bool = False
+    own: str | None = None
+    own_judged: bool = False
 
     @property
     def is_restatement(self) -> bool:
@@ -80,11 +91,14 @@ class Provenance:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form stored in metadata and in the writer's queue."""
-        return {
+        value: dict[str, Any] = {
             "sources": list(self.sources),
             "quoted": list(self.quoted),
             "restates": self.restates,
         }
+        if self.own_judged and self.quoted:
+            value["own"] = self.own
+        return value
 
     @classmethod
     def from_dict(cls, value: object) -> Provenance | None:
@@ -97,7 +111,14 @@ class Provenance:
         quoted = tuple(i for i in _ids(value.get("quoted")) if i in sources)
         if not sources:
             return None
-        return cls(sources, quoted, value.get("restates") is True)
+        own = value.get("own")
+        return cls(
+            sources,
+            quoted,
+            value.get("restates") is True,
+            own=own if isinstance(own, str) and quoted else None,
+            own_judged="own" in value and bool(quoted),
+        )
 
     @classmethod
     def of(cls, metadata: Mapping[str, Any] | None) -> Provenance | None:
@@ -173,20 +194,28 @@ def provenance_of(
     if not sources:
         return None
     quoted = [s for s in sources if quotes(reply, s[1], s[2])]
-    restates = bool(quoted) and not adds_to(user_message, [(s[1], s[2]) for s in quoted])
+    texts = [(s[1], s[2]) for s in quoted]
+    restates = bool(quoted) and not adds_to(user_message, texts)
     return Provenance(
         sources=tuple(s[0] for s in sources),
         quoted=tuple(s[0] for s in quoted),
         restates=restates,
+        own=own_part(reply, texts),
+        own_judged=bool(quoted),
     )
 
 
 def with_provenance(turn: Turn, provenance: Provenance | None) -> Turn:
     """`turn` with `provenance` in its metadata under `KEY` (after the turn's metadata was
     checked against its limit: a few hundred bytes the caller did not write do not count
-    against it). The content hash does not cover metadata, so storing stays idempotent."""
+    against it). The content hash does not cover metadata, so storing stays idempotent.
+
+    The reply's own part is made to hold only what the stored reply holds (`within`): the turn
+    was cleaned and may have been cut since provenance was taken from the reply as given."""
     if provenance is None:
         return turn
+    if provenance.own is not None:
+        provenance = replace(provenance, own=within(provenance.own, turn.ai_response))
     metadata = {**turn.metadata, KEY: provenance.as_dict()}
     return replace(turn, metadata=metadata, metadata_json=json.dumps(metadata, ensure_ascii=False))
 

@@ -14,14 +14,14 @@ from psycopg import AsyncConnection
 from recall.db.memories import user_plan
 from recall.db.search import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
-from recall.memory import MemoryRow
+from recall.memory import MemoryRow, own_words
 from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
 from recall.search.echo import is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store.core import Plan, StoreCore
 from recall.store.maintenance import Maintenance
 
-__all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Candidates", "answered"]
+__all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Candidates", "answered", "unanswered_row"]
 
 ECHO_SLACK = 20  # rows fetched beyond the limit, so leaving out echoes still fills it
 # A user with more memories than SCOPE_FROM gets the second stage over their SCOPE nearest
@@ -32,9 +32,15 @@ SCOPE_FROM = 2000
 SCOPE = 300
 
 
+def unanswered_row(row: MemoryRow | DetailRow) -> bool:
+    """Whether a stored row is a question left unanswered (recall.search.echo), its reply
+    judged by its own part where one was recorded (decision 0038)."""
+    return is_unanswered(row.user_message, row.ai_response, own_words(row.metadata))
+
+
 def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
     """The rows that are not a question left unanswered (recall.search.echo)."""
-    return [r for r in rows if not is_unanswered(r.user_message, r.ai_response)]
+    return [r for r in rows if not unanswered_row(r)]
 
 
 def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
@@ -48,7 +54,7 @@ def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
 
 def _unanswered_ids(rows: list[DetailRow]) -> set[UUID]:
     """The ids of the rows that are a question left unanswered, each row judged once."""
-    return {r.id for r in rows if is_unanswered(r.user_message, r.ai_response)}
+    return {r.id for r in rows if unanswered_row(r)}
 
 
 def _pick(
@@ -115,7 +121,7 @@ class Candidates:
             nearest = await self.vector_search(user_id, query_vector, SCOPE, 2.0)
             terms = await self.terms_of(user_id, keywords, [r.id for r in nearest])
             # the first k answered ones (judged until k are found, not all SCOPE of them)
-            answered = (r.id for r in nearest if not is_unanswered(r.user_message, r.ai_response))
+            answered = (r.id for r in nearest if not unanswered_row(r))
             near = list(islice(answered, k))
             details = await self.details_of(
                 user_id, query_vector, 0, near + _best_by_bm25(terms, k), vectors
@@ -166,9 +172,7 @@ class Candidates:
             )
         terms, details, nearest = split_scoped(rows)
         by_id = {d.id: d for d in details}
-        answered = [
-            i for i in nearest if not is_unanswered(by_id[i].user_message, by_id[i].ai_response)
-        ]
+        answered = [i for i in nearest if not unanswered_row(by_id[i])]
         if len(answered) < k and len(nearest) == fetch:
             return None
         return terms, details, answered[:k]

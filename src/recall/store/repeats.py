@@ -87,7 +87,10 @@ class Repeats:
         keeps when it was last seen. The same turn again (a retry, the same content hash) never
         reaches here: `recall.add_turn` returns it as it is.
         """
-        text = turn.text
+        # the full texts, not the own words that are embedded (decision 0038): a turn counted
+        # instead of stored loses its texts, so only one that says all the stored one says,
+        # quotes included, is a repeat
+        text = embedding_text(turn.user_message, turn.ai_response)
         for row in rows:
             if row.kind != turn.kind:
                 continue

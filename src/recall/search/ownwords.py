@@ -1,0 +1,71 @@
+"""A reply's own words: the reply less the sentences that restate the memories it quotes
+(issue 45, decision 0038).
+
+An agent that is handed memories quotes them in its reply ("Since your daughter Mia is
+allergic to peanuts, ..."), and a stored turn embedded and indexed with its whole reply looks
+like every memory it quoted: a search for the quoted fact finds the turn that repeated it as
+well as, or before, the turn that said it. What a stored turn is embedded and indexed by is
+its user text and its reply's own part; the texts shown are unchanged.
+
+A reply sentence is a quote when at least `QUOTE_SHARE` of its content words
+(`recall.search.echo.terms`) are among the content words of one quoted source (its user text
+and its reply). Sentences are split simply, after ".", "!", "?" and at line ends: none of the
+package's dependencies splits sentences, and a missed split only keeps a sentence whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from recall.search.echo import terms
+
+__all__ = ["QUOTE_SHARE", "own_part", "sentences", "within"]
+
+QUOTE_SHARE = 0.5
+"""A reply quotes a source when it holds at least this share of the source's content words
+(`recall.search.provenance.quotes`); a sentence is a quote when at least this share of its
+own content words are the source's."""
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_WORDLIKE = re.compile(r"\w")
+
+
+def sentences(text: str) -> list[str]:
+    """`text`'s sentences, stripped: split after ".", "!" and "?" (a run of them ends one
+    sentence) and at line ends; text with no letter or digit between two ends is no sentence."""
+    return [s for m in _SENTENCE.finditer(text) if _WORDLIKE.search(s := m.group(0).strip())]
+
+
+def _is_quote(sentence: str, sources: list[frozenset[str]]) -> bool:
+    words = terms(sentence)
+    return bool(words) and any(len(words & s) >= QUOTE_SHARE * len(words) for s in sources)
+
+
+def own_part(reply: str, sources: Iterable[tuple[str, str]]) -> str | None:
+    """The reply with its sentences that quote one of `sources` removed, the others joined by
+    a space; None when none is removed (the whole reply is its own: always so when `sources`
+    is empty). An empty string when every sentence is a quote.
+
+    Args:
+        reply: the AI's reply.
+        sources: the (user text, reply) of each memory the reply quotes.
+    """
+    known = [terms(user) | terms(answer) for user, answer in sources]
+    if not known:
+        return None
+    parts = sentences(reply)
+    kept = [s for s in parts if not _is_quote(s, known)]
+    return None if len(kept) == len(parts) else " ".join(kept)
+
+
+def within(own: str | None, reply: str) -> str | None:
+    """`own` (an `own_part` of a reply before it was stored) made to hold only what the stored
+    `reply` holds: cleaned as `recall.memory.clean_text` cleans (NUL removed, lone surrogates
+    replaced), and its sentences that the stored reply lacks (cut off by the length limit) left
+    out. None when it is None or keeps every sentence of the reply."""
+    if own is None:
+        return None
+    cleaned = _SURROGATE.sub("\ufffd", own.replace("\x00", ""))
+    kept = [s for s in sentences(cleaned) if s in reply]
+    return None if len(kept) == len(sentences(reply)) else " ".join(kept)
