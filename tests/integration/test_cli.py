@@ -191,7 +191,7 @@ def test_chat_remembers_and_shows_retrieved_memories(
     script = "I adopted a dog named Rex\nWhat is my dog's name?\n/quit\n"
     result = runner.invoke(app, ["chat", "-u", "cli-chat", "--threshold", "0.3"], input=script)
     assert result.exit_code == 0, result.output
-    assert result.stdout.count("ai> (offline responder)") == 2
+    assert result.stdout.count("ai (offline responder)> ") == 2
     assert "[memory" in result.stdout and "I adopted a dog named Rex" in result.stdout
 
 

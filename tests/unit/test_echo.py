@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from recall.search.echo import is_acknowledgement, is_question, is_unanswered, terms
+from recall.example.responder import offline_reply
+from recall.search.echo import (
+    is_acknowledgement,
+    is_question,
+    is_small_talk,
+    is_unanswered,
+    terms,
+)
 
 
 @pytest.mark.parametrize(
@@ -61,3 +68,45 @@ def test_the_reply_is_judged_by_its_own_part() -> None:
     assert is_unanswered(question, reply, "")
     assert is_unanswered(question, reply, "Noted.")
     assert not is_unanswered(question, reply, "It is a diesel.")
+
+
+@pytest.mark.parametrize(
+    ("user_message", "ai_response"),
+    [
+        ("hi there!", "Noted."),
+        ("hi there", "Hello! How can I help today?"),
+        ("good morning!", "Good morning! How are you?"),
+        ("thanks, that's all for now", "You're welcome!"),
+        ("thanks, that's helpful", "Glad to help!"),
+        ("bye for now", "Take care, talk soon!"),
+    ],
+)
+def test_small_talk_on_both_sides_holds_nothing(user_message: str, ai_response: str) -> None:
+    assert is_small_talk(user_message, ai_response)
+
+
+@pytest.mark.parametrize(
+    ("user_message", "ai_response"),
+    [
+        ("hi there! I just moved to Lisbon", "Welcome! How do you like it?"),
+        ("good morning!", "Morning! Did the Berlin marathon go well?"),  # the reply holds a fact
+        ("I'm tired today", "Sorry to hear."),  # a word of the user's own
+        ("thanks, the vet said Max is fine", "Glad to hear!"),
+        ("", "Hello!"),
+    ],
+)
+def test_a_turn_with_a_word_of_its_own_is_no_small_talk(
+    user_message: str, ai_response: str
+) -> None:
+    assert not is_small_talk(user_message, ai_response)
+
+
+def test_the_example_responder_says_nothing_a_search_could_find_in_it() -> None:
+    # its reply to what it cannot answer is a bare acknowledgement: the question is an echo
+    assert is_unanswered("Which city am I in?", offline_reply("Which city am I in?", []))
+    assert is_small_talk("good morning!", offline_reply("good morning!", []))
+    # a memory a line, so each quoted line is a quote of one memory (decision 0038)
+    reply = offline_reply("What car do I have?", [{"user_message": "I drive a grey Skoda"},
+                                                  {"user_message": "I live in Tucson"}])  # fmt: skip
+    assert reply == "You told me:\n- I drive a grey Skoda\n- I live in Tucson"
+    assert is_unanswered("What car do I have?", reply, "You told me:")

@@ -56,7 +56,7 @@ async def _converse(
     from langgraph.checkpoint.memory import InMemorySaver
 
     from recall.example.graph import build_graph
-    from recall.example.responder import create_respond_node
+    from recall.example.responder import OFFLINE_LABEL, OFFLINE_NAME, create_respond_node
     from recall.nodes import create_retrieve_memories_node, create_store_memories_node
     from recall.nodes.turn_writer import TurnWriter
     from recall.outbox import Outbox
@@ -96,7 +96,9 @@ async def _converse(
             out = await graph.ainvoke({"messages": [HumanMessage(line)]}, config)
             for m in out.get("retrieved_memories", []):
                 typer.echo(f"  [memory {m['similarity']:.3f}] {m['user_message']}")
-            typer.echo(f"ai> {out['messages'][-1].content}")
+            reply = out["messages"][-1]
+            who = f"ai {OFFLINE_LABEL}" if reply.name == OFFLINE_NAME else "ai"
+            typer.echo(f"{who}> {reply.content}")
     finally:
         await writer.flush(timeout_s=10)
         await writer.close()

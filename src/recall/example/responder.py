@@ -40,15 +40,23 @@ def memory_prompt(memories: Sequence[dict[str, Any]]) -> str:
 
 
 def offline_reply(question: str | None, memories: Sequence[dict[str, Any]]) -> str:
-    """Answer from the retrieved memories alone, clearly labelled as not a model.
+    """Answer from the retrieved memories alone: "Noted." when there are none, else each
+    memory's user text on a line of its own after "You told me:". The message carries
+    `OFFLINE_NAME` as its name, which `recall chat` shows as `OFFLINE_LABEL`: the label is not
+    in the text.
 
     Short on purpose: the reply is stored with the turn and embedded with it, so boilerplate
-    would dilute every memory's embedding. Set RECALL_CHAT_MODEL for real answers.
+    would dilute every memory's embedding, and a label in it made every unanswered question a
+    memory of its own ("Which city am I in?" / "(offline responder) Noted: Which city am I
+    in?" came first for the next question on cities: issue 45). A line a memory lets the
+    writer tell which lines quote it and index the turn by the rest (decision 0038). Set
+    RECALL_CHAT_MODEL for real answers.
     """
+    del question  # what it asked is stored with the turn already
     if not memories:
-        return f"{OFFLINE_LABEL} Noted: {question or ''}".strip()
-    recalled = "; ".join(f'"{m.get("user_message", "")}"' for m in memories)
-    return f"{OFFLINE_LABEL} You told me: {recalled}"
+        return "Noted."
+    recalled = "\n".join(f"- {m.get('user_message', '')}" for m in memories)
+    return f"You told me:\n{recalled}"
 
 
 def create_respond_node(

@@ -16,7 +16,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["CACHED_TEXTS", "WORD", "is_acknowledgement", "is_question", "is_unanswered", "terms"]
+__all__ = [
+    "CACHED_TEXTS",
+    "WORD",
+    "is_acknowledgement",
+    "is_question",
+    "is_small_talk",
+    "is_unanswered",
+    "terms",
+]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -40,7 +48,15 @@ _UNINFORMATIVE = re.compile(
 # "Okay, noted."): it says nothing, whatever the question. "yes" and "no" answer a question.
 _ACKNOWLEDGING = _words(
     "noted note ok okay k got it sure thanks thank you understood alright all right cool great "
-    "good to know gotcha i'll remember that"
+    "good to know gotcha i'll remember that you told me said mentioned"
+)
+# small talk: greetings, thanks, farewells and the like, and what a reply to them says ("Hello!
+# How can I help today?", "You're welcome!"); a turn made of these words only holds no fact
+_PHATIC = _ACKNOWLEDGING | _words(
+    "hi hello hey hiya howdy yo morning afternoon evening night day bye goodbye later see soon "
+    "take care talk cheers ty thx welcome you're nice awesome perfect lovely wonderful helpful "
+    "that's lol haha hah hmm wow doing fine well glad help hear anything else today again "
+    "now there i'm we're happy pleasure"
 )
 # function words, which say nothing new in a reply (a short English list: PostgreSQL's own is
 # not reachable from here, floor 1)
@@ -103,3 +119,23 @@ def is_unanswered(user_message: str, ai_response: str, own: str | None = None) -
     return (
         bool(_UNINFORMATIVE.search(reply)) or is_acknowledgement(reply) or not (terms(reply) - said)
     )
+
+
+@lru_cache(maxsize=CACHED_TEXTS)
+def is_small_talk(user_message: str, ai_response: str, own: str | None = None) -> bool:
+    """Whether the stored turn is small talk on both sides: every word of the user's text is a
+    greeting, a thanks, a farewell or a function word ("hi there!", "good morning!", "thanks,
+    that's helpful") and so is every word of the reply that the user's text does not hold
+    ("Noted.", "Hello! How can I help today?", "You're welcome!"). Such a turn holds nothing
+    to remember, whatever the query: a greeting asked again would find it first (issue 45).
+
+    Args:
+        user_message: the turn's user text.
+        ai_response: its reply.
+        own: the reply's own part where one was recorded (`recall.memory.own_words`).
+    """
+    said = WORD.findall(user_message.lower())
+    if not said or not all(w in _PHATIC or w in _STOP for w in said):
+        return False
+    reply = ai_response if own is None else own
+    return all(w in _PHATIC or w in _STOP or w in said for w in WORD.findall(reply.lower()))

@@ -16,7 +16,7 @@ from recall.db.search import detail_rows, keyword_rows, scoped_rows, term_rows, 
 from recall.embeddings import Vector
 from recall.memory import MemoryRow, own_words
 from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
-from recall.search.echo import is_unanswered
+from recall.search.echo import is_small_talk, is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store.core import Plan, StoreCore
 from recall.store.maintenance import Maintenance
@@ -33,9 +33,13 @@ SCOPE = 300
 
 
 def unanswered_row(row: MemoryRow | DetailRow) -> bool:
-    """Whether a stored row is a question left unanswered (recall.search.echo), its reply
-    judged by its own part where one was recorded (decision 0038)."""
-    return is_unanswered(row.user_message, row.ai_response, own_words(row.metadata))
+    """Whether a stored row holds nothing to remember: a question left unanswered, or small
+    talk on both sides (recall.search.echo), its reply judged by its own part where one was
+    recorded (decision 0038)."""
+    own = own_words(row.metadata)
+    return is_unanswered(row.user_message, row.ai_response, own) or is_small_talk(
+        row.user_message, row.ai_response, own
+    )
 
 
 def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
