@@ -106,7 +106,7 @@ def test_the_example_responder_says_nothing_a_search_could_find_in_it() -> None:
     assert is_unanswered("Which city am I in?", offline_reply("Which city am I in?", []))
     assert is_small_talk("good morning!", offline_reply("good morning!", []))
     # a memory a line, so each quoted line is a quote of one memory (decision 0038)
-    reply = offline_reply("What car do I have?", [{"user_message": "I drive a grey Skoda"},
-                                                  {"user_message": "I live in Tucson"}])  # fmt: skip
+    handed = [{"user_message": "I drive a grey Skoda"}, {"user_message": "I live in Tucson"}]
+    reply = offline_reply("What car do I have?", handed)
     assert reply == "You told me:\n- I drive a grey Skoda\n- I live in Tucson"
     assert is_unanswered("What car do I have?", reply, "You told me:")
