@@ -107,3 +107,19 @@ def test_the_gate_line_and_the_verdict_read_the_same_threshold() -> None:
     assert lower[3].startswith("The gate opened")
     assert lower[-1] == "Relevance 0.380 reaches the threshold 0.3: it is returned."
     assert "nothing passes 0.3" in raw_lines(memory.explanation or {}, 0.3)[0]
+
+
+def test_a_turn_the_intent_opened_says_so() -> None:
+    """Decision 0039: a question about the user's life opens a turn's gate though no memory
+    matches it in words; the sentence says that, not that some memory answers it."""
+    memory = _memory(0.6, _raw(0.4, -0.8, 0.8))  # (match + 3 * intent + 0.5) / 4
+    why = reasons("which city am I in?", memory, passes=True, mode="hybrid", threshold=0.5,
+                  now=NOW)  # fmt: skip
+    assert why[3] == (
+        "The gate opened: the message reads as asking about something said before (intent "
+        "+0.80), so the best memories are handed over though none matches it closely "
+        "(match -0.80)."
+    )
+    searched = reasons("city", _memory(0.6, _raw(0.4, 0.4, -1.0)), passes=True, mode="hybrid",
+                       threshold=0.5, now=NOW)  # fmt: skip
+    assert searched[3].startswith("The gate opened: some memory looks like it answers")

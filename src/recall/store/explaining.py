@@ -121,6 +121,12 @@ def _opens(threshold: float) -> float:
 def _gate(raw: Mapping[str, Any], threshold: float) -> str:
     gate, match, intent = float(raw["gate"]), float(raw["match"]), float(raw["intent"])
     if gate >= _opens(threshold):
+        if gate != match and match < 0.0:  # a turn the intent opened (decision 0039)
+            return (
+                "The gate opened: the message reads as asking about something said before "
+                f"(intent {intent:+.2f}), so the best memories are handed over though none "
+                f"matches it closely (match {match:+.2f})."
+            )
         why = _strongest(raw["gate_parts"], 1.0, gate=True)
         return f"The gate opened: some memory looks like it answers the message, mostly by {why}."
     # a turn (a search reads the match alone) whose intent pulled the gate shut
