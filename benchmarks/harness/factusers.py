@@ -1,4 +1,4 @@
-"""Issue 45's fact users (benchmarks/data/fact_users.json): eight new users, each a distinct
+"""Issue 45's fact users (benchmarks/data/fact_users.json): twelve new users, each a distinct
 persona, who tell 30 facts about themselves in one thread (a user message and the agent's reply
 a turn, some replies restating the fact as agents do), mixed with 15 turns of small talk and
 generic requests. Later, in another thread, each asks about every fact in other words (a
@@ -10,13 +10,19 @@ The users are split, and the split is in the data (`FactUser.split`):
 
 - users 1-4 (Tomasz, Aisha, Gloria, Mei) are `fit`: a gate, a threshold or a ranking may be
   fitted on them, and fits may be compared and chosen on them;
-- users 5-8 (Darius, Fiona, Kwame, Lucia) are `measure`: their facts and questions are never
-  used to fit anything nor to choose between fits; they are only reported.
+- users 5-8 (Darius, Fiona, Kwame, Lucia) are `measure`: written never to be fitted nor chosen
+  on, they were used to choose the gate's rule (decision 0039), so they are now spent: as good
+  as fit, no longer evidence;
+- users 9-12 (Yusuf, Nnamdi, Mateo, Bronwyn) are `fresh`, written after users 5-8 were used to
+  choose the gate's rule: their facts and questions are never used to fit anything nor to choose
+  between fits; only they are reported as evidence.
 
-No measure fact shares two content words with a fit fact, and no fact shares two with a statement
-of gate_training.json's new users, restatement_probe.json or paraphrase_probe.json
-(tests/unit/test_fact_users.py). A probe that decided between fits is no longer evidence and may
-not be reported as such: if a measure user is ever used to pick a fit, write fresh ones.
+No measure fact shares two content words with a fit fact, no fresh fact shares two with a fit or
+a measure fact, and no fact shares two with a statement of gate_training.json's new users,
+restatement_probe.json or paraphrase_probe.json; the fresh users' small talk repeats no line of
+the held-out small talk, gate_training.json's or the other users' (tests/unit/test_fact_users.py).
+A probe that decided between fits is no longer evidence and may not be reported as such: if a
+fresh user is ever used to pick a fit, write new ones.
 """
 
 from __future__ import annotations
@@ -30,8 +36,8 @@ from .heldout import DATA, Turn
 
 FACT_USERS = DATA / "fact_users.json"
 
-Split = Literal["fit", "measure"]
-SPLITS: tuple[Split, ...] = ("fit", "measure")
+Split = Literal["fit", "measure", "fresh"]
+SPLITS: tuple[Split, ...] = ("fit", "measure", "fresh")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +55,8 @@ class FactUser:
     Attributes:
         name: the persona's first name, unique in the file.
         persona: a line on who they are.
-        split: "fit" (may be fitted and chosen on) or "measure" (only reported).
+        split: "fit" (may be fitted and chosen on), "measure" (spent: used to choose the gate's
+            rule) or "fresh" (never fitted nor chosen on; the users reported as evidence).
         thread: the turns in order; a turn's `fact` numbers the fact it tells, None for small
             talk and generic requests.
         questions: one question per fact, sharing no content word with the fact's turn.
@@ -94,13 +101,14 @@ def fact_users(path: Path = FACT_USERS, split: Split | None = None) -> list[Fact
 
     Args:
         path: the JSON file.
-        split: only the users of this split ("fit" or "measure"); all of them when None.
+        split: only the users of this split ("fit", "measure" or "fresh"); all of them when
+            None.
 
     Returns:
         The users, each with its thread, questions, never-said questions and small talk.
 
     Raises:
-        ValueError: when a user's split is neither "fit" nor "measure".
+        ValueError: when a user's split is not one of `SPLITS`.
     """
     users = []
     for raw in json.loads(path.read_text())["users"]:
