@@ -57,6 +57,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,7 @@ from sklearn.preprocessing import StandardScaler
 
 from recall.config import Settings
 from recall.embeddings.bge import BGE_MODEL_NAME, BgeSmallEmbeddings
+from recall.search.asking import AskingModel
 from recall.search.features import (
     GATE_FEATURES,
     RANK_FEATURES,
@@ -82,7 +84,7 @@ from recall.search.features import (
     query_facts,
     rank_features,
 )
-from recall.search.second_stage import LinearModel, Model, SecondStage
+from recall.search.second_stage import LinearModel, Model, SecondStage, second_stage_for
 from recall.search.trees import TreeModel
 from recall.search.when import time_bonus, time_window
 from recall.store import MemoryStore
@@ -494,7 +496,7 @@ def cross(fit_on: Sequence[Case], scored: list[Case], excluded: frozenset[int]) 
 SLOPE = [0.1]  # the slope in use: chosen by `choose_slope` before the figures are made
 # a turn's gate weighs the match with the intent (decision 0039): the intent's weight and the
 # bias, chosen by `python benchmarks/gate_rule.py` on its fit part for the offsets in use
-GATE_RULE = (3.0, -0.5)
+GATE_RULE = (4.0, -1.0)
 
 
 def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list[str]:
@@ -505,7 +507,8 @@ def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list
     order = sorted(range(len(case.ids)), key=lambda i: (-case.logits[i], case.ids[i]))
     best = case.logits[order[0]]
     weight, bias = GATE_RULE
-    gate = (case.gate + offsets[0] + weight * (case.intent + offsets[1]) - bias) / (1 + weight)
+    asks = _asking().logit(case.text, case.vector)  # the verdict's intent (decision 0039)
+    gate = (case.gate + offsets[0] + weight * asks - bias) / (1 + weight)
     out = []
     for i in order[:LIMIT]:
         below = case.logits[i] - best
@@ -517,6 +520,16 @@ def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list
             break
         out.append(case.ids[i])
     return out
+
+
+@cache
+def _asking() -> AskingModel:
+    """The shipped asking model (`benchmarks/fit_intent.py` fits it, not this script): the
+    intent a turn's gate weighs with the match."""
+    stage = second_stage_for(BGE_MODEL_NAME)
+    if stage is None:
+        raise SystemExit(f"no shipped second stage for {BGE_MODEL_NAME}")
+    return stage.asking
 
 
 def _quantile_offset(values: Sequence[float], keep: float) -> float:
@@ -758,7 +771,7 @@ async def main() -> None:
         product_weights=None, intent=final.intent,
         intent_intercept=final.intent_intercept, gate=final.gate, gate_offset=offset[0],
         intent_offset=offset[1], intent_weight=GATE_RULE[0], gate_bias=GATE_RULE[1],
-        slope=SLOPE[0],
+        slope=SLOPE[0], asking=_asking(),
         source={"command": command,
                 "commit": revision, "data": "LoCoMo dev (../shared/data/locomo_dev.json), "
                 "LongMemEval_S dev (../shared/data/longmemeval_s_dev.json.gz) and "

@@ -9,8 +9,10 @@ asked once at threshold 0 (limit 10, explained), with the gate's `match` and `in
 included) and the top 10's ranker logits and evidence. A rule opens the gate or not from the two
 numbers alone, so every rule is scored on the same searches: an open gate returns the top 3 (an
 open gate hands over the first `limit` candidates, `SecondStage.score_of`), a shut one nothing.
-"Today" is the verdict before this change, `min(match, intent)` with the scores falling by the
-slope (0.5) below the best, so that only the candidates within reach of the best pass 0.5.
+The dump's `intent` is what a turn's gate reads, the asking model's logit (`recall.search.asking`).
+"0024's form" is the verdict before decision 0039 with that intent, `min(match, intent)` with
+the scores falling by the slope (0.5) below the best, so that only the candidates within reach
+of the best pass 0.5.
 
 The parts (nothing of the measure part is read to choose):
 - fit: the `fit` fact users and the `measure` ones (they decided between rules when the first
@@ -54,7 +56,7 @@ Rule = Callable[[float, float], bool]
 
 DUMP = ROOT / ".recall" / "gate-dump" / "dump.jsonl"
 LIMIT = 3
-SLOPE = 0.5  # today's slope, for the "today" verdict
+SLOPE = 0.5  # the slope of 0024's form
 COST = 1.0  # the most a fit group may lose, in points of top-3 evidence
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0)
 BIASES = (-3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0)
@@ -198,7 +200,7 @@ async def main() -> None:
     report = [r for r in rows if part(r) == "measure"]
     weight, bias = choose(fit)
     verdicts = {
-        "today: min(match, intent), slope": today,
+        "0024's form: min(match, intent), slope": today,
         f"chosen: match + {weight:g} * intent >= {bias:g}": by_rule(blend(weight, bias)),
         "intent alone >= 0": by_rule(lambda _m, i: i >= 0),
     }

@@ -12,6 +12,7 @@ import pytest
 
 from recall.config import Settings
 from recall.errors import InvalidInputError
+from recall.search.asking import AskingModel
 from recall.search.candidates import CandidateRow
 from recall.search.features import GATE_FEATURES, RANK_FEATURES
 from recall.search.keywords import keywords_from_text
@@ -113,6 +114,7 @@ def flat_stage(dims: int) -> SecondStage:
         intent=np.zeros(dims), intent_intercept=0.0,
         gate=linear(GATE_FEATURES, [0.0] * len(GATE_FEATURES), 3.0), gate_offset=0.0,
         intent_offset=0.0, intent_weight=0.0, gate_bias=0.0, slope=1.0, source={},
+        asking=AskingModel(np.zeros(dims), (), 0.0, 0.0),
     )  # fmt: skip
 
 

@@ -112,7 +112,7 @@ def test_the_gate_line_and_the_verdict_read_the_same_threshold() -> None:
 def test_a_turn_the_intent_opened_says_so() -> None:
     """Decision 0039: a question about the user's life opens a turn's gate though no memory
     matches it in words; the sentence says that, not that some memory answers it."""
-    memory = _memory(0.6, _raw(0.4, -0.8, 0.8))  # (match + 3 * intent + 0.5) / 4
+    memory = _memory(0.6, _raw(0.5, -0.8, 0.8))  # (match + 4 * intent + 1) / 5
     why = reasons("which city am I in?", memory, passes=True, mode="hybrid", threshold=0.5,
                   now=NOW)  # fmt: skip
     assert why[3] == (

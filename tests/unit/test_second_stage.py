@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from recall.errors import ConfigError
+from recall.search.asking import AskingModel
 from recall.search.candidates import CandidateRow
 from recall.search.features import (
     GATE_FEATURES,
@@ -184,6 +185,7 @@ def stage(
         gate_bias=0.0,
         slope=0.3,
         source={},
+        asking=AskingModel(np.zeros(DIMS), (), 0.0, intent_offset),
     )
 
 
@@ -353,6 +355,7 @@ def test_a_stage_of_trees_scores_and_explains_without_vector_products() -> None:
         embedding_model="test", candidates=25, ranker=ranker, product_weights=None,
         intent=np.zeros(DIMS), intent_intercept=0.0, gate=gate, gate_offset=0.5,
         intent_offset=0.0, intent_weight=0.0, gate_bias=0.0, slope=0.3, source={},
+        asking=AskingModel(np.zeros(DIMS), (), 0.0, 0.0),
     )  # fmt: skip
     rows = [row(0, distance=0.95), row(1, distance=0.5)]  # cos 0.05 <= 1, cos 0.5 <= 1
     scored = s.score("cello", np.ones(DIMS), rows, [1, 0])

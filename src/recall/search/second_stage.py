@@ -6,14 +6,17 @@ shipped as package data, one file per embedding model (`models/second_stage/<mod
 the cosines and vectors they read are that model's). `SecondStage` is a
 `recall.search.rankers.Ranker` like the fusion: the store calls `rank`. The ranker and the gate
 are linear (`recall.search.linear`) or gradient-boosted trees (`recall.search.trees`); the
-intent is linear over the query's vector:
+intents are linear over the query's vector:
 
 - the **ranker** orders the candidates: a logit `z` per memory;
-- the **intent** model reads the query's own vector: small talk and generic requests score low;
+- the **intent** model reads the query's own vector: small talk and generic requests score low
+  (decision 0024; the gate model reads it as a feature);
 - the **gate** reads the query as a whole (intent, coverage, the best cosines and logits) and
   gives the log-odds that one of the memories answers the message (`match`), shifted by the
-  fitted `gate_offset`. The intent's own logit, shifted by `intent_offset`, is the other
-  witness. In a turn of conversation the gate `g` weighs the two:
+  fitted `gate_offset`. The other witness is the **asking** model (`recall.search.asking`):
+  does the message ask about the user's life or earlier talk, from its vector and a few of its
+  words, fitted on more small talk than the intent was. In a turn of conversation the gate `g`
+  weighs the two, the asking model's logit as `intent`:
   `(match + intent_weight * intent - gate_bias) / (1 + intent_weight)` (decision 0039): a
   question about the user's life opens it even when no memory matches it in words ("Which city
   am I in?" after "I live in Tucson"), and a message that asks nothing of memory needs strong
@@ -43,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from recall.errors import ConfigError
+from recall.search.asking import AskingModel
 from recall.search.candidates import CandidateRow
 from recall.search.features import (
     GATE_FEATURES,
@@ -101,8 +105,8 @@ class Explanation:
         gate: the query's gate, `SecondStage.verdict` of `match` and `intent` (`match` alone
             for a search); below 0, nothing passes 0.5.
         match: the gate model's logit (offset included): does a memory answer the message?
-        intent: the intent model's logit (offset included): does the message ask anything of
-            memory at all?
+        intent: the asking model's logit (`recall.search.asking`, offset included): does the
+            message ask about the user's life or earlier talk?
         logit, best_logit: the ranker's logit for this memory and for the best candidate.
         ranker: each feature's part of `logit`.
         gate_parts: each feature's part of `match`.
@@ -145,7 +149,7 @@ class Scored:
         logits: each candidate's ranker logit, in the candidates' order.
         gate: the query's gate logit, `SecondStage.verdict` of `match` and `intent` (offsets
             included; `match` alone for a search).
-        match: the gate model's logit; intent: the intent model's.
+        match: the gate model's logit; intent: the asking model's.
     """
 
     order: list[int]
@@ -235,11 +239,15 @@ class SecondStage:
         ranker: orders the candidates (`RANK_FEATURES`): linear or trees.
         product_weights: the ranker's weights of the query-memory vector products (a linear
             ranker's learned similarity), or None when it has none.
-        intent: the intent model's weights over the query's vector.
+        intent: the intent model's weights over the query's vector (decision 0024): a feature
+            of the gate model, which was fitted with it.
         intent_intercept: its intercept.
+        asking: the intent a turn's gate weighs with `match` (`recall.search.asking`, decision
+            0039).
         gate: the gate (`GATE_FEATURES`): linear or trees.
         gate_offset: added to the gate model's logit (`match`).
-        intent_offset: added to the intent's logit.
+        intent_offset: the offset the fit chose for the intent (decision 0024); the verdict
+            reads the asking model's logit instead since decision 0039.
         intent_weight: the intent's weight beside `match` in a turn's gate.
         gate_bias: subtracted from the weighted sum: the gate's operating point.
         slope: how fast a candidate's score falls below the best one's, per unit of logit.
@@ -259,6 +267,7 @@ class SecondStage:
     gate_bias: float
     slope: float
     source: Mapping[str, Any]
+    asking: AskingModel
 
     @property
     def kind(self) -> str:
@@ -308,7 +317,7 @@ class SecondStage:
         gx = gate_features(facts, x, np.asarray(logits), cosines, asks, bool(bonus.any()))
         logits = logits + bonus
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
-        capped = asks + self.intent_offset
+        capped = self.asking.logit(query_text, query_vector)
         gate = self.verdict(match, capped) if intent else match
         # ties keep the candidates' order, which the SQL made stable (migration 0023); an id
         # would differ between two databases holding the same memories
@@ -361,6 +370,7 @@ class SecondStage:
                 gate_bias=float(data["gate_bias"]),
                 slope=float(data["slope"]),
                 source=dict(data.get("source", {})),
+                asking=AskingModel.from_json(data["asking"], dims),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"not a second-stage model: {exc!r}") from exc
@@ -383,6 +393,7 @@ class SecondStage:
             "gate_bias": self.gate_bias,
             "slope": self.slope,
             "source": dict(self.source),
+            "asking": self.asking.to_json(),
         }
 
 
