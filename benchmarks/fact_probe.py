@@ -1,13 +1,14 @@
 """Issue 45's fact probe: users who tell facts about themselves, then ask about each in other
 words, at today's defaults, with the gate off, and with plain semantic search.
 
-    python benchmarks/fact_probe.py [--split measure] [--now 2026-06-15T12:00:00Z]
+    python benchmarks/fact_probe.py [--split fresh] [--now 2026-06-15T12:00:00Z]
 
 benchmarks/data/fact_users.json (benchmarks/harness/factusers.py): each user tells 30 facts
 among 15 turns of small talk in one thread, then asks one question per fact that shares no
 content word with the turn that told it, 10 questions about themselves on topics they never
-mentioned, and 10 small-talk messages. `--split`: the `measure` users (the default; never
-fitted or chosen on), the `fit` users, or all eight. One fresh database, each user their own
+mentioned, and 10 small-talk messages. `--split`: the `fresh` users (the default: written
+after the `measure` users decided between gate rules, decision 0039), the `measure` users
+(spent), the `fit` users, or all twelve. One fresh database, each user their own
 user id: the thread stored turn by turn (`store.add_turn`, the store's default model), a minute
 apart, the last a minute before `--now`; then every message asked at `--now` with
 `store.find(user, text, now=...)` in three regimes: the defaults (hybrid, second stage and gate,
@@ -139,8 +140,8 @@ def line(ask: Asked) -> str:
 async def main() -> None:
     """Store each user's thread, ask their messages in the three regimes, print and write."""
     cli = parser(__doc__)
-    cli.add_argument("--split", choices=[*SPLITS, "all"], default="measure",
-                     help="the fact users asked (default: measure)")  # fmt: skip
+    cli.add_argument("--split", choices=[*SPLITS, "all"], default="fresh",
+                     help="the fact users asked (default: fresh, the reported ones)")  # fmt: skip
     cli.add_argument("--now", type=moment, default=moment(NOW),
                      help=f"the moment asked (ISO 8601; default {NOW})")  # fmt: skip
     args = cli.parse_args()
