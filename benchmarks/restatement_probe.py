@@ -2,7 +2,7 @@
 that quotes what it retrieved, then asks about each fact in a new thread; then changes 10 of
 them (each restated 3 times before) and asks about those again.
 
-    python benchmarks/restatement_probe.py [--seeds 37,38,39,40,41] [--no-write]
+    python benchmarks/restatement_probe.py [--seeds 37,38,39,40,41] [--data PATH] [--no-write]
 
 Everything goes through the nodes as a graph runs them, on a fresh database with the default
 embedder (bge-small) and the store's defaults (limit 3, threshold 0.5): per turn, the
@@ -11,7 +11,9 @@ each retrieved memory: "you drive a Toyota Prius", or the first sentence of a re
 then the writer node with that state (so each turn carries its provenance). The 300 turns: each
 fact said once, asked about three times after it (its two questions, the first one twice), and
 180 requests of small talk, in a seeded order, a new thread every 10 turns.
-benchmarks/data/restatement_probe.json holds the facts.
+benchmarks/data/restatement_probe.json holds the facts (`--data` names another file of the same
+form: benchmarks/data/restatement_probe_fresh.json, written after the first was used to choose
+the changed-facts rule, decision 0039).
 
 Measured, after the 300 turns, for each fact's first question in a new thread (retrieval only):
 the turn that said the fact first; two or more of the returned memories holding the fact (its
@@ -23,7 +25,8 @@ Each seed orders the 300 turns anew; the history a run builds depends on what ea
 retrieved, so one changed reply moves a run by a question or two: the figures are given per
 seed and pooled over the seeds, with bootstrap 95% intervals over the 30 facts (each fact's
 results in every seed resampled together).
-Writes docs/benchmarks.md (section "restatement-probe").
+Writes docs/benchmarks.md (section "restatement-probe"; with another `--data`,
+"restatement-probe-fresh").
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from recall.search.provenance import Provenance, repeats_of
 from recall.store import MemoryStore
 
 DATA = ROOT / "benchmarks" / "data" / "restatement_probe.json"
+SECTION, FRESH_SECTION = "restatement-probe", "restatement-probe-fresh"
 USER = "restating-user"
 SEEDS = (37, 38, 39, 40, 41)
 TURNS_PER_THREAD = 10
@@ -240,15 +244,30 @@ def pooled(label: str, runs: list[Run]) -> list[str]:
     ]  # fmt: skip
 
 
+def _shown_path(path: Path) -> str:
+    """`path` as the report shows it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(path)
+
+
 async def main() -> None:
     """Both runs for each seed; print and write."""
     options = parser(__doc__)
     options.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                          help="the turns' orders, one history each (comma-separated)")  # fmt: skip
+    options.add_argument("--data", type=Path, default=DATA,
+                         help="the facts, questions and small talk (JSON)")  # fmt: skip
     args = options.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     revision = git_revision()
-    data = json.loads(DATA.read_text())
+    data = json.loads(args.data.read_text())
+    default_data = args.data.resolve() == DATA.resolve()
+    shown_data = _shown_path(args.data)
+    command = f"python benchmarks/restatement_probe.py --seeds {args.seeds}" + (
+        "" if default_data else f" --data {shown_data}"
+    )
     runs: dict[str, list[Run]] = {"off (today)": [], "on (defaults)": []}
     rows = []
     for seed in seeds:
@@ -266,10 +285,11 @@ async def main() -> None:
     rows += [pooled(f"{label}, {len(seeds)} seeds", rs) for label, rs in runs.items()]
     defaults = Settings()
     last = runs["on (defaults)"]
-    body = f"""## Restatements and changed facts (issue 37)
+    heading = "" if default_data else ", fresh probe"
+    body = f"""## Restatements and changed facts (issue 37){heading}
 
-`python benchmarks/restatement_probe.py --seeds {args.seeds}` on {machine()}, commit {revision},
-{datetime.now():%Y-%m-%d}. A user tells 30 facts over 300 turns (each fact asked about three
+`{command}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}; the facts, questions and
+small talk from `{shown_data}`. A user tells 30 facts over 300 turns (each fact asked about three
 times after it is said, 180 requests of small talk, a new thread every 10 turns) to a simulated
 agent that restates every memory the retrieval node hands it; the writer node stores each turn
 with its provenance. Then each fact's first question in a new thread, at the store's defaults
@@ -293,7 +313,7 @@ seed:
 {chr(10).join(f"- seed {seed}, {miss}" for seed, r in zip(seeds, last, strict=True)
               for miss in r.misses)}
 """  # fmt: skip
-    publish("restatement-probe", body, write=not args.no_write)
+    publish(SECTION if default_data else FRESH_SECTION, body, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -214,3 +214,18 @@ def test_a_restatement_whose_source_on_the_subject_is_gone_keeps_its_slot() -> N
     assert run("Which car do I drive?", [both, home, car], [0.9, 0.3, 0.2])[0] is car
     # the source present is on the query's subject: it takes the slot
     assert run("Where do I live?", [restating(home, car), home], [0.9, 0.3])[0] is home
+
+
+def test_a_newer_statement_that_says_something_changed_goes_first_when_about_as_near() -> None:
+    """Decision 0039: "What race am I preparing for?" is nearer the older statement (by 0.05);
+    the newer says that the plan changed, and goes first."""
+    old = Row("I'm training for the Berlin marathon.")
+    new = Row("I dropped the marathon plan, I'm training for a triathlon in Nice instead.",
+              created_at=T0 + timedelta(hours=5))  # fmt: skip
+    asked = "What race am I preparing for?"
+    assert run(asked, [old, new], [0.9, 0.6], nearness=[0.58, 0.53]) == [new, old]
+    # farther than the margin: the older keeps its place
+    assert run(asked, [old, new], [0.9, 0.6], nearness=[0.7, 0.53]) == [old, new]
+    # a newer statement on the slot that says nothing changed keeps the ranker's order
+    plain = Row("I'm training for a triathlon in Nice.", created_at=T0 + timedelta(hours=5))
+    assert run(asked, [old, plain], [0.9, 0.6], nearness=[0.58, 0.53]) == [old, plain]

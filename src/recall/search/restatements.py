@@ -21,14 +21,17 @@ of the candidates fill the limit's slots, never their scores' meaning.
 3. Changed facts: before a statement of the user's, the newest of the candidates that makes a
    statement on the same slot (`recall.search.slots`: "i drive a", "i live in") and is not a
    restatement comes first, when it is about the same thing: at least as near the query
-   (cosine) as the older one, or, when the query names the slot (one of its content words,
-   "drive", "live", "favourite band", is the query's), no more than `NEAR_MARGIN` less near.
+   (cosine) as the older one, or no more than `NEAR_MARGIN` less near when the query names the
+   slot (one of its content words, "drive", "live", "favourite band", is the query's) or the
+   newer statement says that something changed ("now", "instead", "no longer", "I quit",
+   "I sold": `CHANGE`, decision 0039).
    The older one follows it. Sharing a frame of conversation ("I'm looking for", "I started")
    is not enough.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
@@ -37,12 +40,23 @@ from recall.search.echo import is_question, terms
 from recall.search.provenance import Provenance, said
 from recall.search.slots import slots
 
-__all__ = ["NEAR_MARGIN", "Candidate", "arrange"]
+__all__ = ["CHANGE", "NEAR_MARGIN", "Candidate", "arrange"]
 
 NEAR_MARGIN = 0.1
 """A newer statement on a slot the query names goes first when its cosine to the query is at
 most this much below the older one's (else it must be at least as near). Set after reading
 LongMemEval dev's reorders and the probe (docs/decisions/0029-provenance.md)."""
+
+
+CHANGE = re.compile(
+    r"\b(now|nowadays|these days|any ?more|no longer|not any longer|instead|switched|stopped|"
+    r"quit|gave up|given up|sold|moved|dropped|finished|changed|gone off|went off|used to)\b",
+    re.IGNORECASE,
+)
+"""Words by which a statement says that something changed: a newer statement on a slot that
+holds one goes first within `NEAR_MARGIN` whatever the query names ("What race am I preparing
+for?" after "I'm training for the Berlin marathon." and "I dropped the marathon plan, I'm
+training for a triathlon in Nice instead.": the older is nearer the question by 0.05)."""
 
 
 class Candidate(Protocol):
@@ -122,10 +136,13 @@ class _Arrangement:
             shared = statement[j] & statement[i]
             if j == i or not shared:
                 continue
-            # the query names the slot and j is about as near it, or j is nearer than i
+            # j is nearer than i, or about as near and the query names the slot or j says
+            # that something changed
+            about_as_near = nearness[j] >= nearness[i] - NEAR_MARGIN
             if not (
-                (shared & asked_slots and nearness[j] >= nearness[i] - NEAR_MARGIN)
-                or nearness[j] >= nearness[i]
+                nearness[j] >= nearness[i]
+                or (about_as_near and shared & asked_slots)
+                or (about_as_near and CHANGE.search(self.rows[j].user_message))
             ):
                 continue
             if self.rows[j].created_at > self.rows[best if best is not None else i].created_at:
