@@ -232,13 +232,15 @@ async def main() -> None:
         lines = [[name, *line] for name, verdict in verdicts.items()
                  for line in measured(sel, verdict)]  # fmt: skip
         sections.append(f"The {title} part:\n\n{table(headers, lines)}")
+    sign = "-" if bias >= 0 else "+"
+    shipped = f"(match + {weight:g} * intent {sign} {abs(bias):g}) / {1 + weight:g}"
     body = f"""## The gate's rule: match and intent weighed (issue 45)
 
 `python benchmarks/gate_rule.py` on {machine()}, commit {revision},
 {datetime.now():%Y-%m-%d}, from `python benchmarks/gate_dump.py`'s {len(rows)} messages. The
 rule chosen on the fit part (every fit group's cost at least -{COST:g} points; then the most
 small talk silent): open when `match + {weight:g} * intent >= {bias:g}`, shipped as the gate
-`(match + {weight:g} * intent {'-' if bias >= 0 else '+'} {abs(bias):g}) / {1 + weight:g}` (decision 0039). Cost: a fact
+`{shipped}` (decision 0039). Cost: a fact
 question's top-3 evidence under the verdict minus with the gate always open (points, paired;
 target: at least -2 in every stratum); reach: evidence returned; first: the first returned is
 evidence (for fact questions; for the other messages the column is the share silent). Bootstrap
