@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness.gatedump import DUMP, load_rows
+from harness.gatedump import DUMP, FIT_REALMEM, load_rows
 from harness.heldout import DATA
 from harness.report import ROOT, git_revision, machine, publish, table
 from harness.run import parser, run
@@ -55,9 +55,6 @@ WORDS = (
     ("question", r"\?"),
 )  # fmt: skip
 SHIPPED = ROOT / "src" / "recall" / "search" / "models" / "second_stage"
-FIT_REALMEM = frozenset(
-    f"realmem-{name}" for name in ("adeleke_okonjo", "ethan_hunt", "kenta_tanaka", "kim_ji_young")
-)
 
 Sample = tuple[str, int, str]  # text, label, group
 

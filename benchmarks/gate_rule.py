@@ -40,7 +40,6 @@ Writes docs/benchmarks.md (section "gate-rule").
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -48,21 +47,18 @@ from pathlib import Path
 from typing import Any
 
 from harness.bootstrap import shown
-from harness.report import ROOT, git_revision, machine, publish, table
+from harness.gatedump import DUMP, FIT_REALMEM, load_rows
+from harness.report import git_revision, machine, publish, table
 from harness.run import parser, run
 
 Row = dict[str, Any]
 Rule = Callable[[float, float], bool]
 
-DUMP = ROOT / ".recall" / "gate-dump" / "dump.jsonl"
 LIMIT = 3
 SLOPE = 0.5  # the slope of 0024's form
 COST = 1.0  # the most a fit group may lose, in points of top-3 evidence
 WEIGHTS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0)
 BIASES = (-3.0, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0)
-FIT_REALMEM = frozenset(
-    f"realmem-{name}" for name in ("adeleke_okonjo", "ethan_hunt", "kenta_tanaka", "kim_ji_young")
-)
 SILENT_KINDS = ("small talk", "no memory needed", "never said")
 
 
@@ -204,19 +200,13 @@ def crossed(rows: Sequence[Row]) -> list[list[str]]:
     return lines
 
 
-def load(path: Path) -> list[Row]:
-    """The dump's rows."""
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 async def main() -> None:
     """Choose the rule on the fit part, print and write both parts' figures."""
     cli = parser(__doc__)
     cli.add_argument("--dump", type=Path, default=DUMP, help=f"the dump (default {DUMP})")
     args = cli.parse_args()
     revision = git_revision()
-    rows = load(args.dump)
+    rows = load_rows(args.dump)
     fit = [r for r in rows if part(r) == "fit"]
     report = [r for r in rows if part(r) == "measure"]
     weight, bias = choose(fit)

@@ -20,6 +20,11 @@ from .report import ROOT
 OUT = ROOT / ".recall" / "gate-dump"
 DUMP = OUT / "dump.jsonl"  # every data set's rows, joined
 TOP = 10  # the dump's limit: the top 10 per message
+FIT_REALMEM = frozenset(
+    f"realmem-{name}" for name in ("adeleke_okonjo", "ethan_hunt", "kenta_tanaka", "kim_ji_young")
+)
+"""The RealMem users whose messages are fitted and chosen on (benchmarks/gate_rule.py and
+benchmarks/fit_intent.py, decision 0039); the other four are only reported."""
 
 
 def load_rows(path: Path = DUMP) -> list[dict[str, Any]]:
