@@ -362,11 +362,9 @@ SELECT
     pg_total_relation_size('recall.memories') AS bytes;
 
 -- name: reembed_in_place_batch
--- `own`: the reply's own part where one is recorded (decision 0038), which is embedded with the
--- user text instead of the whole reply; only a string counts (recall.memory.own_words).
-SELECT user_id, id, user_message, ai_response,
-       CASE WHEN jsonb_typeof(metadata #> '{recall,own}') = 'string'
-            THEN metadata #>> '{recall,own}' END AS own
+-- `metadata`: for the reply's own part where one is recorded (decision 0038), which is embedded
+-- with the user text instead of the whole reply (recall.memory.own_words reads it).
+SELECT user_id, id, user_message, ai_response, metadata
 FROM recall.memories
 WHERE embedding_model <> %(model_name)s
 LIMIT %(batch)s;
@@ -377,9 +375,7 @@ SET embedding = %(embedding)s, embedding_model = %(model_name)s
 WHERE user_id = %(user_id)s AND id = %(id)s;
 
 -- name: reembed_next_batch
-SELECT user_id, id, user_message, ai_response,
-       CASE WHEN jsonb_typeof(metadata #> '{recall,own}') = 'string'
-            THEN metadata #>> '{recall,own}' END AS own
+SELECT user_id, id, user_message, ai_response, metadata
 FROM recall.memories
 WHERE embedding_next IS NULL
 LIMIT %(batch)s;
@@ -408,7 +404,7 @@ LIMIT %(batch)s;
 -- name: own_words_sources
 -- The stored texts of the memories some turns quote (the batch's users and quoted ids; the
 -- caller keeps the (user, id) pairs it asked for).
-SELECT user_id, id, user_message, ai_response, NULL::text AS own
+SELECT user_id, id, user_message, ai_response, metadata
 FROM recall.memories
 WHERE user_id = ANY(%(users)s::text[]) AND id = ANY(%(ids)s::uuid[]);
 

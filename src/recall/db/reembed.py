@@ -22,7 +22,7 @@ from recall.db.ownwords import bring_over
 from recall.db.rows import EmbeddingSpace, ReembedRow
 from recall.db.sql import fetch_all, fetch_one, query, run
 from recall.embeddings import Embedder
-from recall.memory import embedding_text
+from recall.memory import embedding_text, own_words
 
 __all__ = ["reembed"]
 
@@ -47,7 +47,7 @@ async def _fill(
         if not rows:
             return done
         vectors = await embedder.embed_documents(
-            [embedding_text(r.user_message, r.ai_response, r.own) for r in rows]
+            [embedding_text(r.user_message, r.ai_response, own_words(r.metadata)) for r in rows]
         )
         async with conn.transaction(), conn.cursor() as wcur:
             await wcur.executemany(

@@ -203,15 +203,15 @@ class VectorExtension:
 
 @dataclass(frozen=True, slots=True)
 class ReembedRow:
-    """`reembed_*_batch`: a memory to embed again with the new model (`own`: its reply's own
-    part, where one is recorded; `recall.memory.own_words`). Also `own_words_sources`: a memory
-    a turn quotes (`own` None)."""
+    """`reembed_*_batch`: a memory to embed again with the new model (its metadata for its
+    reply's own part, where one is recorded: `recall.memory.own_words`). Also
+    `own_words_sources`: a memory a turn quotes."""
 
     user_id: str
     id: UUID
     user_message: str
     ai_response: str
-    own: str | None
+    metadata: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
