@@ -235,18 +235,25 @@ async def test_a_cluster_distributed_before_0018_gets_the_one_insert(databases: 
         assert turn.id == added.id
 
 
+async def _distributed_before(databases: Databases, version: int) -> str:
+    """A cluster database with every migration before `version` applied and distributed (a
+    cluster made with an older release); its URL."""
+    url = await databases.create(f"recall_upgrade_{version:04d}")
+    conn = await connect_once(url)
+    try:
+        await apply_migrations(conn, [m for m in load_migrations() if m.version < version])
+        assert await distribute(conn) == 0  # apply_migrations distributed already
+    finally:
+        await conn.close()
+    return url
+
+
 async def test_a_cluster_distributed_before_0021_gets_the_scoped_call(
     databases: Databases,
 ) -> None:
     """Migration 0021 on a cluster already distributed: recall.search_scoped runs on the user's
     worker, and a long history's search uses it."""
-    url = await databases.create("recall_upgrade_0021")
-    conn = await connect_once(url)
-    try:
-        await apply_migrations(conn, [m for m in load_migrations() if m.version < 21])
-        assert await distribute(conn) == 0  # apply_migrations distributed already
-    finally:
-        await conn.close()
+    url = await _distributed_before(databases, 21)
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
         await store.add_turns(
@@ -270,13 +277,7 @@ async def test_a_cluster_distributed_before_0021_gets_the_scoped_call(
 async def test_a_cluster_distributed_before_0024_indexes_own_words(databases: Databases) -> None:
     """Migration 0024 on a cluster already distributed: the trigger function the workers' shards
     run is replaced, so a turn's quoted sentence no longer finds it by keyword."""
-    url = await databases.create("recall_upgrade_0024")
-    conn = await connect_once(url)
-    try:
-        await apply_migrations(conn, [m for m in load_migrations() if m.version < 24])
-        assert await distribute(conn) == 0  # apply_migrations distributed already
-    finally:
-        await conn.close()
+    url = await _distributed_before(databases, 24)
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
         fact = await store.add_turn("u-0024", "My daughter Mia is allergic to peanuts.", "Noted.")
