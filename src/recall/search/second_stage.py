@@ -310,6 +310,7 @@ class SecondStage:
         else:
             prod = products(query_vector, rows)
             logits = self.ranker.logits(x) + (prod @ self.product_weights if len(rows) else 0.0)
+        # 0024's intent: a feature of the gate model, which was fitted with it
         asks = float(query_vector @ self.intent + self.intent_intercept)
         cosines = [1.0 - float(rows[i].distance) for i in vector_order]
         window = time_window(query_text, now or datetime.now(UTC))
@@ -317,14 +318,14 @@ class SecondStage:
         gx = gate_features(facts, x, np.asarray(logits), cosines, asks, bool(bonus.any()))
         logits = logits + bonus
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
-        capped = self.asking.logit(query_text, query_vector)
-        gate = self.verdict(match, capped) if intent else match
+        asking = self.asking.logit(query_text, query_vector)  # the intent the verdict weighs
+        gate = self.verdict(match, asking) if intent else match
         # ties keep the candidates' order, which the SQL made stable (migration 0023); an id
         # would differ between two databases holding the same memories
         order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))
         best = float(logits[order[0]]) if order else 0.0
         scores = [self.score_of(gate, float(z) - best) for z in logits]
-        return Scored(order, scores, np.asarray(logits), gate, match, capped, x, prod, gx, bonus)
+        return Scored(order, scores, np.asarray(logits), gate, match, asking, x, prod, gx, bonus)
 
     def verdict(self, match: float, intent: float) -> float:
         """A turn's gate logit from `match` and the intent (offsets included): their weighted
