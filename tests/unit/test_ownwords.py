@@ -10,7 +10,7 @@ import pytest
 
 from recall.errors import InvalidInputError
 from recall.memory import embedding_text, make_turn, own_words
-from recall.search.ownwords import own_part, sentences, within
+from recall.search.ownwords import own_part, quotes_a_sentence, sentences, within
 from recall.search.provenance import KEY, Provenance, provenance_of, with_provenance
 
 ALLERGY = ("My daughter Mia is allergic to peanuts.", "Noted.")
@@ -127,3 +127,28 @@ def test_the_librarys_entry_does_not_count_against_the_callers_metadata_limit() 
             max_metadata_bytes=10,
             max_length=10,
         )
+
+
+# A question turn whose answer quoted three other memories: an agent handed it restates only
+# the answer's first line, a small share of the whole source.
+LONG_SOURCE = (
+    "What does my partner do for a living?",
+    "Your partner Sam is a firefighter. You support Celtic in the Scottish league. "
+    "You ride a red Vespa scooter to work. You live in Portland, Oregon.",
+)
+
+
+def test_a_reply_that_restates_one_line_of_a_long_memory_quotes_it() -> None:
+    reply = "Your partner Sam is a firefighter."
+    retrieved = [{"id": str(uuid.uuid4()), "user_message": LONG_SOURCE[0],
+                  "ai_response": LONG_SOURCE[1]}]  # fmt: skip
+    assert quotes_a_sentence(reply, *LONG_SOURCE)
+    provenance = provenance_of("When is Sam's birthday?", reply, retrieved)
+    assert provenance is not None and provenance.quoted == (retrieved[0]["id"],)
+    assert provenance.own == ""  # nothing of its own: the turn only asks
+
+
+def test_a_sentence_sharing_one_word_with_a_memory_quotes_nothing() -> None:
+    assert not quotes_a_sentence("Have fun in Portland!", *LONG_SOURCE)
+    assert not quotes_a_sentence("", *LONG_SOURCE)
+    assert quotes_a_sentence("Have fun in Portland, Oregon!", *LONG_SOURCE)

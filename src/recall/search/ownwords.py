@@ -20,12 +20,23 @@ from collections.abc import Iterable
 
 from recall.search.echo import terms
 
-__all__ = ["QUOTE_SHARE", "own_part", "sentences", "within"]
+__all__ = [
+    "QUOTE_SHARE",
+    "SENTENCE_QUOTE_WORDS",
+    "own_part",
+    "quotes_a_sentence",
+    "sentences",
+    "within",
+]
 
 QUOTE_SHARE = 0.5
 """A reply quotes a source when it holds at least this share of the source's content words
 (`recall.search.provenance.quotes`); a sentence is a quote when at least this share of its
 own content words are the source's."""
+SENTENCE_QUOTE_WORDS = 2
+"""A sentence of a reply makes its source quoted (`quotes_a_sentence`) when it shares at least
+this many content words with the source, as well as `QUOTE_SHARE` of its own: "Have fun in
+Berlin!" quotes nothing."""
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _WORDLIKE = re.compile(r"\w")
@@ -40,6 +51,21 @@ def sentences(text: str) -> list[str]:
 def _is_quote(sentence: str, sources: list[frozenset[str]]) -> bool:
     words = terms(sentence)
     return bool(words) and any(len(words & s) >= QUOTE_SHARE * len(words) for s in sources)
+
+
+def quotes_a_sentence(reply: str, source_user: str, source_reply: str) -> bool:
+    """Whether a sentence of `reply` is a quote of the source memory (its user text and its
+    reply): at least `QUOTE_SHARE` of the sentence's content words, and at least
+    `SENTENCE_QUOTE_WORDS` of them, are the source's. An agent often restates one line of a
+    long memory (the first sentence of an answer that quoted three others): the reply then
+    holds little of the whole source, and that line is still not its own (issue 45)."""
+    known = terms(source_user) | terms(source_reply)
+    for sentence in sentences(reply):
+        shared = len(terms(sentence) & known)
+        words = len(terms(sentence))
+        if words and shared >= max(SENTENCE_QUOTE_WORDS, QUOTE_SHARE * words):
+            return True
+    return False
 
 
 def own_part(reply: str, sources: Iterable[tuple[str, str]]) -> str | None:

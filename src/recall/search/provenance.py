@@ -30,7 +30,7 @@ from uuid import UUID
 
 from recall.memory import LIBRARY_KEY, Turn
 from recall.search.echo import is_question, terms
-from recall.search.ownwords import QUOTE_SHARE, own_part, within
+from recall.search.ownwords import QUOTE_SHARE, own_part, quotes_a_sentence, within
 
 __all__ = [
     "KEY",
@@ -151,11 +151,12 @@ def said(user_message: str, ai_response: str) -> str:
 
 def quotes(reply: str, source_user: str, source_reply: str) -> bool:
     """Whether `reply` quotes a source memory: it holds at least `QUOTE_SHARE` of the content
-    words of what the source says (`said`)."""
+    words of what the source says (`said`), or one of its sentences is a quote of the source
+    (`recall.search.ownwords.quotes_a_sentence`)."""
     words = terms(said(source_user, source_reply))
-    if not words:
-        return False
-    return len(words & terms(reply)) >= QUOTE_SHARE * len(words)
+    if words and len(words & terms(reply)) >= QUOTE_SHARE * len(words):
+        return True
+    return quotes_a_sentence(reply, source_user, source_reply)
 
 
 def adds_to(user_message: str, sources: Sequence[tuple[str, str]]) -> bool:
