@@ -8,7 +8,7 @@ among 15 turns of small talk in one thread, then asks one question per fact that
 content word with the turn that told it, 10 questions about themselves on topics they never
 mentioned, and 10 small-talk messages. `--split`: the `fresh` users (the default: written
 after the `measure` users decided between gate rules, decision 0039), the `measure` users
-(spent), the `fit` users, or all twelve. One fresh database, each user their own
+(spent), the `fit` users, or all sixteen. One fresh database, each user their own
 user id: the thread stored turn by turn (`store.add_turn`, the store's default model), a minute
 apart, the last a minute before `--now`; then every message asked at `--now` with
 `store.find(user, text, now=...)` in three regimes: the defaults (hybrid, second stage and gate,

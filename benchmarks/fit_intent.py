@@ -1,24 +1,29 @@
 """Fit the asking model (`recall.search.asking`): does a message ask about the user's own life or
-earlier talk? The intent a turn's gate weighs with the match (decision 0039).
+earlier talk? The intent that a turn's gate weighs with the match (decision 0039).
 
     python benchmarks/fit_intent.py [--dump .recall/gate-dump/dump.jsonl] [--no-write]
 
-A logistic regression (balanced classes, C = 0.003) over the message's bge-small query vector
-and five words of its own (`WORDS`), standardised and folded back into plain weights.
-Positives: the personal messages of benchmarks/data/intent_training.json, gate_training.json's
-personal questions and its new users' questions, and the fact questions of the gate dump's fit
-users (fact users 1-4, RealMem's Adeleke, Ethan, Kenta and Kim, LoCoMo dev, LongMemEval dev;
-LoCoMo's, in the third person about named speakers, weigh 0.25). Negatives: the small talk and
-generic requests of intent_training.json and gate_training.json, the fit fact users' small
-talk and those RealMem users' turns that need no memory. A text given both labels is left out.
+Over the message's bge-small query vector and five words of its own (`WORDS`), standardised:
+one hidden layer of `HIDDEN` rectified units (scikit-learn's `MLPClassifier`, L2 `ALPHA`, fixed
+seed), its standardising folded back into plain weights; the logistic regression of before
+(C = `C`) is fitted beside it for comparison. Positives: the personal messages of
+benchmarks/data/intent_training.json, gate_training.json's personal questions and its new
+users' questions, and the fact questions of the gate dump's fit users (fact users 1-4,
+RealMem's Adeleke, Ethan, Kenta and Kim, LoCoMo dev, LongMemEval dev; LoCoMo's, in the third
+person about named speakers, weigh 0.25). Negatives: the small talk and generic requests of
+intent_training.json and gate_training.json, the fit fact users' small talk and those RealMem
+users' turns that need no memory. A text given both labels is left out. Classes weigh the same.
 The offset puts at 0 the point where the held-out positives and negatives are misread equally
-often (5 folds, grouped by user, conversation or a hash of the text). C, the words and LoCoMo's
-weight were chosen by the same grouped folds on the fit part (decision 0039). Nothing of the
-reported part is read: the fresh fact users, the other RealMem users, the probes.
+often (5 folds, grouped by user, conversation or a hash of the text). The model, C, the words
+and LoCoMo's weight were chosen by the same grouped folds on the fit part (decision 0039; the
+hidden layer and its size in decision 0040). Nothing of the reported part is read: the fresh
+fact users, the other RealMem users, the probes.
 
-Writes the model into the shipped second stage's file (`"asking"`) and docs/benchmarks.md
-(section "fit-intent"). Then `python benchmarks/gate_dump.py` and `python
-benchmarks/gate_rule.py` choose the rule that weighs it.
+Writes the model into the shipped second stage's file (`"asking"`), each fitted text's held-out
+intent (offset included) to .recall/gate-dump/intent-held-out.json, which
+benchmarks/gate_rule.py chooses a rule by, and docs/benchmarks.md (section "fit-intent"). Then
+`python benchmarks/gate_dump.py` and `python benchmarks/gate_rule.py` choose the rule that
+weighs it.
 """
 
 from __future__ import annotations
@@ -32,17 +37,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness.gatedump import DUMP, FIT_REALMEM, load_rows
+from harness.gatedump import DUMP, FIT_REALMEM, HELD_OUT, load_rows
 from harness.heldout import DATA
 from harness.report import ROOT, git_revision, machine, publish, table
 from harness.run import parser, run
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
+from sklearn.neural_network import MLPClassifier
 
 from recall.embeddings.bge import BGE_MODEL_NAME, BgeSmallEmbeddings
 from recall.search.asking import AskingModel
 
-C = 0.003
+C = 0.003  # the logistic regression's, fitted for comparison
+HIDDEN = 32  # the shipped model's hidden units
+ALPHA = 1.0  # and their L2 penalty
 LOCOMO_WEIGHT = 0.25
 FOLDS = 5
 WORDS = (
@@ -110,13 +118,36 @@ def words(text: str) -> np.ndarray:
     return np.array([1.0 if re.search(p, low) else 0.0 for _n, p in WORDS])
 
 
-def fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, float]:
+Fitted = tuple[np.ndarray, float, tuple[np.ndarray, np.ndarray] | None]  # weights, intercept, layer
+
+
+def fit_linear(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> Fitted:
     """Plain weights and intercept of the standardised logistic regression."""
     mu, sd = x.mean(0), x.std(0) + 1e-9
     model = LogisticRegression(C=C, max_iter=5000, class_weight="balanced")
     model.fit((x - mu) / sd, y, sample_weight=weight)
     w = model.coef_[0] / sd
-    return w, float(model.intercept_[0] - (model.coef_[0] * mu / sd).sum())
+    return w, float(model.intercept_[0] - (model.coef_[0] * mu / sd).sum()), None
+
+
+def fit_hidden(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> Fitted:
+    """The output weights and intercept, and the hidden layer in plain weights, of the
+    standardised network; the classes weigh the same."""
+    mu, sd = x.mean(0), x.std(0) + 1e-9
+    balance = np.where(y == 1, len(y) / (2.0 * y.sum()), len(y) / (2.0 * (len(y) - y.sum())))
+    model = MLPClassifier(hidden_layer_sizes=(HIDDEN,), alpha=ALPHA, max_iter=300, random_state=0)
+    model.fit((x - mu) / sd, y, sample_weight=weight * balance)
+    layer = model.coefs_[0] / sd[:, None]
+    biases = model.intercepts_[0] - (mu / sd) @ model.coefs_[0]
+    return model.coefs_[1][:, 0], float(model.intercepts_[1][0]), (layer, biases)
+
+
+def logits(fitted: Fitted, x: np.ndarray) -> np.ndarray:
+    """The fitted model's logits for the rows of `x` (vector, then words)."""
+    w, b, hidden = fitted
+    inputs = x if hidden is None else np.maximum(x @ hidden[0] + hidden[1], 0.0)
+    out: np.ndarray = inputs @ w + b
+    return out
 
 
 def folds(groups: Sequence[str]) -> np.ndarray:
@@ -149,36 +180,52 @@ async def main() -> None:
     weight = np.array([LOCOMO_WEIGHT if g.startswith("locomo:") and label == 1 else 1.0
                        for _t, label, g in data])  # fmt: skip
     fold = folds(groups)
-    held_out = np.zeros(len(y))
-    for k in range(FOLDS):
-        w, b = fit(x[fold != k], y[fold != k], weight[fold != k])
-        held_out[fold == k] = x[fold == k] @ w + b
-    cuts = np.sort(held_out)
-    missed = [abs(np.mean(held_out[y == 1] < c) - np.mean(held_out[y == 0] >= c)) for c in cuts]
-    offset = -float(cuts[int(np.argmin(missed))])
-    auc = float(roc_auc_score(y, held_out))
-    w, b = fit(x, y, weight)
+
+    def held_out_of(fitter: Any) -> np.ndarray:
+        out = np.zeros(len(y))
+        for k in range(FOLDS):
+            out[fold == k] = logits(fitter(x[fold != k], y[fold != k], weight[fold != k]),
+                                    x[fold == k])  # fmt: skip
+        return out
+
+    def offset_of(held_out: np.ndarray) -> float:
+        cuts = np.sort(held_out)
+        missed = [abs(np.mean(held_out[y == 1] < c) - np.mean(held_out[y == 0] >= c))
+                  for c in cuts]  # fmt: skip
+        return -float(cuts[int(np.argmin(missed))])
+
+    linear = held_out_of(fit_linear)
+    held_out = held_out_of(fit_hidden)
+    offset = offset_of(held_out)
+    w, b, hidden = fit_hidden(x, y, weight)
     dims = vectors.shape[1]
-    model = AskingModel.of(w[:dims], [(n, p, float(v)) for (n, p), v in zip(WORDS, w[dims:],
-                           strict=True)], b, offset)  # fmt: skip
+    model = AskingModel.of(w, [(n, p, 0.0) for n, p in WORDS], b, offset, hidden)
     path = SHIPPED / f"{BGE_MODEL_NAME}.json"
     shipped = json.loads(path.read_text("utf-8"))
     shipped["asking"] = model.to_json()
     shipped.setdefault("source", {})["asking"] = "python benchmarks/fit_intent.py"
     if not args.no_write:
         path.write_text(json.dumps(shipped), "utf-8")
+        HELD_OUT.parent.mkdir(parents=True, exist_ok=True)
+        HELD_OUT.write_text(json.dumps(dict(zip(texts, (held_out + offset).tolist(),
+                                                strict=True))), "utf-8")  # fmt: skip
     pos, neg = int(y.sum()), int(len(y) - y.sum())
-    rows = [["vector and words", f"{C:g}", str(pos), str(neg), f"{auc:.3f}", f"{offset:+.3f}"],
-            *[[f"word `{n}`", "", "", "", "", f"{float(v):+.3f}"]
-              for (n, _p), v in zip(WORDS, w[dims:], strict=True)]]  # fmt: skip
-    body = f"""## The asking model: does a message ask about the user? (decision 0039)
+    wl, _bl, _none = fit_linear(x, y, weight)
+    rows = [[f"hidden layer of {HIDDEN} (shipped)", f"alpha {ALPHA:g}", str(pos), str(neg),
+             f"{roc_auc_score(y, held_out):.3f}", f"{offset:+.3f}"],
+            ["logistic regression", f"C {C:g}", str(pos), str(neg),
+             f"{roc_auc_score(y, linear):.3f}", f"{offset_of(linear):+.3f}"],
+            *[[f"word `{n}` (regression)", "", "", "", "", f"{float(v):+.3f}"]
+              for (n, _p), v in zip(WORDS, wl[dims:], strict=True)]]  # fmt: skip
+    body = f"""## The asking model: does a message ask about the user? (decisions 0039, 0040)
 
 `python benchmarks/fit_intent.py` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}.
-A logistic regression over the query's bge-small vector and five words of its own, fitted on
-the fit part only (module docstring); AUC and the offset from {FOLDS} grouped folds held out;
-the last column is the offset, then each word's weight.
+One hidden layer of {HIDDEN} rectified units over the query's bge-small vector and five words of
+its own, and the logistic regression of before beside it, fitted on the fit part only (module
+docstring); AUC and the offset from {FOLDS} grouped folds held out; the last column is the
+offset, then (the regression's) each word's weight.
 
-{table(["model", "C", "positives", "negatives", "held-out AUC", "offset / weight"], rows)}
+{table(["model", "penalty", "positives", "negatives", "held-out AUC", "offset / weight"], rows)}
 """
     publish("fit-intent", body, write=not args.no_write)
 

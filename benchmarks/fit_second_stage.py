@@ -496,7 +496,7 @@ def cross(fit_on: Sequence[Case], scored: list[Case], excluded: frozenset[int]) 
 SLOPE = [0.1]  # the slope in use: chosen by `choose_slope` before the figures are made
 # a turn's gate weighs the match with the intent (decision 0039): the intent's weight and the
 # bias, chosen by `python benchmarks/gate_rule.py` on its fit part for the offsets in use
-GATE_RULE = (4.0, -1.0)
+GATE_RULE = (1.0, -3.0)
 
 
 def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list[str]:

@@ -1,4 +1,4 @@
-"""Issue 45's fact users (benchmarks/data/fact_users.json): twelve new users, each a distinct
+"""Issue 45's fact users (benchmarks/data/fact_users.json): sixteen new users, each a distinct
 persona, who tell 30 facts about themselves in one thread (a user message and the agent's reply
 a turn, some replies restating the fact as agents do), mixed with 15 turns of small talk and
 generic requests. Later, in another thread, each asks about every fact in other words (a
@@ -14,8 +14,10 @@ The users are split, and the split is in the data (`FactUser.split`):
   on, they were used to choose the gate's rule (decision 0039), so they are now spent: as good
   as fit, no longer evidence;
 - users 9-12 (Yusuf, Nnamdi, Mateo, Bronwyn) are `fresh`, written after users 5-8 were used to
-  choose the gate's rule: their facts and questions are never used to fit anything nor to choose
-  between fits; only they are reported as evidence.
+  choose the gate's rule, and users 13-16 (Ximena, Eunji, Otieno, Rangi) are `fresh` too,
+  written by another hand a session later, before the asking model's second fit: their facts
+  and questions are never used to fit anything nor to choose between fits; only they are
+  reported as evidence.
 
 No measure fact shares two content words with a fit fact, no fresh fact shares two with a fit or
 a measure fact, and no fact shares two with a statement of gate_training.json's new users,

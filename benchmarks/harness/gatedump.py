@@ -19,6 +19,9 @@ from .report import ROOT
 
 OUT = ROOT / ".recall" / "gate-dump"
 DUMP = OUT / "dump.jsonl"  # every data set's rows, joined
+HELD_OUT = OUT / "intent-held-out.json"
+"""Each text the asking model is fitted on, with its intent from the fold that did not see it
+(benchmarks/fit_intent.py writes it): what benchmarks/gate_rule.py chooses a rule by."""
 TOP = 10  # the dump's limit: the top 10 per message
 FIT_REALMEM = frozenset(
     f"realmem-{name}" for name in ("adeleke_okonjo", "ethan_hunt", "kenta_tanaka", "kim_ji_young")

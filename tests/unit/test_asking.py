@@ -33,11 +33,32 @@ def test_json_round_trip_and_bad_files() -> None:
         AskingModel.from_json({"weights": [1.0, 2.0]}, 2)
 
 
+def test_a_hidden_layer_of_rectified_units_reads_the_vector_and_the_words() -> None:
+    # inputs: the vector's 2 values, then the word "my"; two units
+    layer = np.array([[1.0, -1.0], [0.0, 1.0], [2.0, 0.0]])
+    hidden = (layer, np.array([0.0, -0.5]))
+    model = AskingModel.of([1.5, -2.0], [("me", r"\bmy\b", 0.0)], -1.0, 0.25, hidden)
+    vector = np.array([0.5, 1.0])
+    # with "my": units relu(0.5 + 2, -0.5 + 1 - 0.5) = (2.5, 0); without: (0.5, 0)
+    assert model.logit("what is my name?", vector) == pytest.approx(1.5 * 2.5 - 1.0 + 0.25)
+    assert model.logit("hello", vector) == pytest.approx(1.5 * 0.5 - 1.0 + 0.25)
+    again = AskingModel.from_json(json.loads(json.dumps(model.to_json())), 2)
+    assert again.to_json() == model.to_json()
+    assert again.logit("what is my name?", vector) == model.logit("what is my name?", vector)
+    with pytest.raises(ConfigError, match="hidden layer"):
+        AskingModel.from_json(model.to_json(), 3)  # inputs do not match the layer
+    wrong = {**model.to_json(), "weights": [1.0, 2.0, 3.0]}
+    with pytest.raises(ConfigError, match="hidden layer"):
+        AskingModel.from_json(wrong, 2)
+
+
 def test_the_shipped_model_tells_a_question_about_the_user_from_small_talk() -> None:
     stage = second_stage_for("bge-small-en-v1.5")
     assert stage is not None
     words = {name for name, _pattern, _weight in stage.asking.words}
     assert {"first_person", "question"} <= words
     # the words alone: a first-person question leans towards asking, a bare greeting does not
-    zero = np.zeros(len(stage.asking.weights))
+    hidden = stage.asking.hidden
+    assert hidden is not None  # one hidden layer (decision 0040)
+    zero = np.zeros(hidden[0].shape[0] - len(stage.asking.words))  # the vector's dimensions
     assert stage.asking.logit("where do I live?", zero) > stage.asking.logit("hello", zero)

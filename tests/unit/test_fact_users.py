@@ -45,9 +45,9 @@ def users() -> list[FactUser]:
     return fact_users()
 
 
-def test_twelve_users_four_fit_four_measure_four_fresh(users: list[FactUser]) -> None:
-    assert len(users) == 12 and len({u.name for u in users}) == 12
-    assert [u.split for u in users] == ["fit"] * 4 + ["measure"] * 4 + ["fresh"] * 4
+def test_sixteen_users_four_fit_four_measure_eight_fresh(users: list[FactUser]) -> None:
+    assert len(users) == 16 and len({u.name for u in users}) == 16
+    assert [u.split for u in users] == ["fit"] * 4 + ["measure"] * 4 + ["fresh"] * 8
     assert fact_users(split="fit") == users[:4]
     assert fact_users(split="measure") == users[4:8]
     assert fact_users(split="fresh") == users[8:]
