@@ -51,7 +51,7 @@ def test_the_live_bm25_sql_is_where_it_is_expected() -> None:
     where = {w.split(" ")[0] for w, _t in bm25_sources()}
     assert where == {"search_keyword", "search_terms", "items.sql"}
     assert live_functions()["search_keyword"][0] == "0023_stable_ties.sql"
-    assert live_functions()["search_terms"][0] == "0023_stable_ties.sql"
+    assert live_functions()["search_terms"][0] == "0025_keyword_side_grouped_by_id.sql"
 
 
 @pytest.mark.parametrize(("where", "text"), [pytest.param(w, t, id=w) for w, t in bm25_sources()])
