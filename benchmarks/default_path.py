@@ -51,7 +51,8 @@ NOISE = 0.3  # per-vector noise on the pair's embedding: cosine to it about 0.96
 WARM = 50  # calls of each path before the timed run
 PEER = "peer: AsyncPostgresStore.asearch"
 PATHS = ("default", "semantic", "default, vector given", "semantic, vector given", PEER)
-TARGETS = {"LoCoMo full users": "<= 1.5 (p50 and p95)", "large user": "<= 2 (p50 and p95)"}
+# issue 46's targets for default / semantic
+TARGETS = {"LoCoMo full users": "<= 1.3 (p50 and p95)", "large user": "<= 1.6 (p50 and p95)"}
 NAMESPACE = "memories"
 PEER_LIMIT = 3  # the store's default limit
 PEER_BATCH = 2000  # puts per `abatch` when loading the peer
@@ -259,7 +260,7 @@ off); then both with the query vector given (database and ranking only). Same us
 questions, the four paths taking turns in blocks of {BLOCK} in one run, after a warm-up pass
 of {WARM} calls each. The large user holds LoCoMo turn pairs cycled and numbered, each vector
 its pair's embedding plus noise, with its own HNSW index; the LoCoMo users hold their
-conversation (target: issue 29):
+conversation (targets: issue 46):
 
 {table(headers, table_rows)}
 
