@@ -48,9 +48,12 @@ def sentences(text: str) -> list[str]:
     return [s for m in _SENTENCE.finditer(text) if _WORDLIKE.search(s := m.group(0).strip())]
 
 
-def _is_quote(sentence: str, sources: list[frozenset[str]]) -> bool:
+def _is_quote(sentence: str, sources: list[frozenset[str]], least: int = 1) -> bool:
+    """Whether at least `QUOTE_SHARE` of the sentence's content words, and at least `least` of
+    them, are those of one of `sources`."""
     words = terms(sentence)
-    return bool(words) and any(len(words & s) >= QUOTE_SHARE * len(words) for s in sources)
+    need = max(least, QUOTE_SHARE * len(words))
+    return bool(words) and any(len(words & s) >= need for s in sources)
 
 
 def quotes_a_sentence(reply: str, source_user: str, source_reply: str) -> bool:
@@ -59,13 +62,8 @@ def quotes_a_sentence(reply: str, source_user: str, source_reply: str) -> bool:
     `SENTENCE_QUOTE_WORDS` of them, are the source's. An agent often restates one line of a
     long memory (the first sentence of an answer that quoted three others): the reply then
     holds little of the whole source, and that line is still not its own (issue 45)."""
-    known = terms(source_user) | terms(source_reply)
-    for sentence in sentences(reply):
-        shared = len(terms(sentence) & known)
-        words = len(terms(sentence))
-        if words and shared >= max(SENTENCE_QUOTE_WORDS, QUOTE_SHARE * words):
-            return True
-    return False
+    known = [terms(source_user) | terms(source_reply)]
+    return any(_is_quote(s, known, SENTENCE_QUOTE_WORDS) for s in sentences(reply))
 
 
 def own_part(reply: str, sources: Iterable[tuple[str, str]]) -> str | None:
