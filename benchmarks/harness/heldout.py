@@ -47,6 +47,12 @@ def stem(word: str) -> str:
     return word
 
 
+def same_line(text: str) -> str:
+    """A line as compared for copies between data files: lower-cased, its words and numbers
+    only."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
+
+
 def content_words(text: str) -> set[str]:
     """The stems of `text`'s words that are not stop words (lower-cased, letters only, split at
     apostrophes: "can't" is "can" and "t")."""

@@ -5,11 +5,10 @@ the fit, the measure and the fresh users."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from harness.factusers import FactUser, fact_users
-from harness.heldout import DATA, PARAPHRASE_PROBE, shared_content_words, small_talk
+from harness.heldout import DATA, PARAPHRASE_PROBE, same_line, shared_content_words, small_talk
 
 FACTS = 30
 
@@ -33,11 +32,6 @@ def _facts(users: list[FactUser]) -> list[str]:
 def _chat(user: FactUser) -> list[str]:
     """A user's small talk: what they send later and the thread's turns that tell no fact."""
     return [*user.small_talk, *(t.user for t in user.thread if t.fact is None)]
-
-
-def _line(text: str) -> str:
-    """A line as compared: lower-cased, its words and numbers only."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +76,10 @@ def test_fresh_small_talk_repeats_no_line_held_out_or_of_the_other_users(
     users: list[FactUser],
 ) -> None:
     training = json.loads((DATA / "gate_training.json").read_text())["small_talk"]
-    held_out = {_line(line) for line in [*small_talk(), *training]}
+    held_out = {same_line(line) for line in [*small_talk(), *training]}
     for user in users[8:]:
-        others = {_line(line) for other in users if other is not user for line in _chat(other)}
-        lines = [_line(line) for line in _chat(user)]
+        others = {same_line(line) for other in users if other is not user for line in _chat(other)}
+        lines = [same_line(line) for line in _chat(user)]
         assert len(set(lines)) == len(lines), user.name
         assert not set(lines) & held_out, user.name
         assert not set(lines) & others, user.name

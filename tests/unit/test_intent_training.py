@@ -4,14 +4,9 @@ texts reported as evidence: the fresh fact users and the fresh restatement probe
 from __future__ import annotations
 
 import json
-import re
 
 from harness.factusers import fact_users
-from harness.heldout import DATA, shared_content_words
-
-
-def _line(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.casefold()))
+from harness.heldout import DATA, same_line, shared_content_words
 
 
 def _training() -> dict[str, list[str]]:
@@ -26,13 +21,13 @@ def _reported_questions() -> list[str]:
 
 
 def test_no_training_line_is_a_reported_message() -> None:
-    reported = {_line(t) for u in fact_users(split="fresh") for t in (
+    reported = {same_line(t) for u in fact_users(split="fresh") for t in (
         *(q.text for q in u.questions), *u.never_said, *u.small_talk)}  # fmt: skip
-    reported |= {_line(q) for q in _reported_questions()}
+    reported |= {same_line(q) for q in _reported_questions()}
     training = _training()
     lines = [*training["personal"], *training["small_talk"]]
-    assert len({_line(t) for t in lines}) == len(lines)  # no line twice
-    assert not {_line(t) for t in lines} & reported
+    assert len({same_line(t) for t in lines}) == len(lines)  # no line twice
+    assert not {same_line(t) for t in lines} & reported
 
 
 def test_no_personal_line_shares_two_words_with_a_reported_question() -> None:
