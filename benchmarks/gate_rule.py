@@ -86,8 +86,8 @@ def held_out(rows: Sequence[Row], path: Path = HELD_OUT) -> list[Row]:
     asking model was fitted on it (the module's docstring)."""
     if not path.exists():
         raise SystemExit(f"{path} is missing: run python benchmarks/fit_intent.py first")
-    table_ = json.loads(path.read_text("utf-8"))
-    return [{**r, "intent": table_[r["text"]]} if part(r) == "fit" and r["text"] in table_
+    held = json.loads(path.read_text("utf-8"))
+    return [{**r, "intent": held[r["text"]]} if part(r) == "fit" and r["text"] in held
             else r for r in rows]  # fmt: skip
 
 
