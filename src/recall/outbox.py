@@ -120,6 +120,16 @@ class Outbox:
 
         return await asyncio.to_thread(go)
 
+    async def pending(self, queue_id: int) -> bool:
+        """Whether a turn still waits (not written, erased or set aside since it was read)."""
+
+        def go() -> bool:
+            with self._lock:  # read to the end under the lock, as `attempt_failed` does
+                found = self._db().execute("SELECT 1 FROM pending WHERE id = ?", (queue_id,))
+                return found.fetchone() is not None
+
+        return await asyncio.to_thread(go)
+
     async def remove(self, queue_id: int) -> None:
         """Drop a turn that the database now holds."""
         await asyncio.to_thread(self._run, "DELETE FROM pending WHERE id = ?", (queue_id,))

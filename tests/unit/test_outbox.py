@@ -181,3 +181,94 @@ async def test_a_turn_queued_in_an_outage_is_checked_with_the_writers_settings(
     up = True
     await asyncio.wait_for(arrived.wait(), timeout=30)  # the node's drainer writes it
     assert [t["user_message"] for t in written] == [long]
+
+
+class _PeekedAfterPut(Outbox):
+    """An outbox whose reader sees a new turn before the writer that put it resumes: the
+    interleaving in which the drainer and a turn's first attempt both had it in hand."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.put_done = asyncio.Event()
+        self.peeked = asyncio.Event()
+
+    async def put(self, user_id: str, turn: dict[str, Any]) -> int:
+        queue_id = await super().put(user_id, turn)
+        self.put_done.set()
+        await self.peeked.wait()  # the drainer reads the entry (and goes on) first
+        return queue_id
+
+    async def peek(self, limit: int = 100) -> list[QueuedTurn]:
+        await self.put_done.wait()
+        batch = await super().peek(limit)
+        self.peeked.set()
+        return batch
+
+
+async def test_a_turn_the_drainer_and_its_first_attempt_both_hold_is_written_once(
+    tmp_path: Path,
+) -> None:
+    """CI run of stop 51: the writer node starts the drainer on its first turn; the drainer read
+    the turn just queued before the first attempt had claimed it, and both wrote it (the second
+    write was counted as a repeat of the first)."""
+    writes: list[str] = []
+
+    class Slow:
+        settings = Settings()
+
+        async def add_checked_turn(self, turn: Turn) -> None:
+            writes.append("checked")
+            await asyncio.sleep(0.05)
+
+        async def add_turn(self, **turn: Any) -> None:
+            writes.append("add_turn")
+            await asyncio.sleep(0.05)
+
+    store = Slow()
+
+    async def provider() -> Any:
+        return store
+
+    outbox = _PeekedAfterPut(tmp_path / "q.sqlite3")
+    writer = TurnWriter(provider, outbox, wait_s=5.0)
+    writer.start()
+    outcome = await writer.submit(
+        "u", "remember this", "ok", conversation_id="c", created_at=datetime.now(UTC)
+    )
+    await writer.flush(timeout_s=10)
+    assert outcome == "stored"
+    assert len(writes) == 1
+    assert await outbox.count() == 0
+    await writer.close()
+
+
+async def test_an_entry_written_since_the_drainer_read_it_is_not_written_again(
+    tmp_path: Path,
+) -> None:
+    """A drainer's batch is read once; an entry another attempt wrote and removed meanwhile is
+    skipped, not written a second time."""
+    writes: list[dict[str, Any]] = []
+
+    class Store:
+        settings = Settings()
+
+        async def add_turn(self, **turn: Any) -> None:
+            writes.append(turn)
+
+    store = Store()
+
+    async def provider() -> Any:
+        return store
+
+    outbox = Outbox(tmp_path / "q.sqlite3")
+    first = await outbox.put("u", TURN)
+    second = await outbox.put("u", {**TURN, "user_message": "and this"})
+    [stale, _] = await outbox.peek()
+    await outbox.remove(first)  # written by another attempt after the drainer read it
+    assert not await outbox.pending(first) and await outbox.pending(second)
+    writer = TurnWriter(provider, outbox)
+    assert await writer._claim(stale.id, stale.turn) is True
+    assert writes == []
+    assert await writer.drain() == 1
+    assert [w["user_message"] for w in writes] == ["and this"]
+    await writer.close()

@@ -81,7 +81,8 @@ class TurnWriter:
         self._retry_max_s = retry_max_s
         self._tasks: set[asyncio.Task[Any]] = set()
         self._drainer: asyncio.Task[None] | None = None
-        self._inflight: set[int] = set()  # queue ids a first attempt is writing right now
+        # the attempt writing each queue id now: one at a time per turn, whoever starts it
+        self._writing: dict[int, asyncio.Task[bool]] = {}
 
     async def submit(
         self,
@@ -128,7 +129,7 @@ class TurnWriter:
         # outlives this process and its settings)
         checked = with_provenance(checked, provenance)
         first = (checked_by, checked) if checked_by is not None else None
-        attempt = self._spawn(self._write(queue_id, turn, first))
+        attempt = self._claim(queue_id, turn, first, fresh=True)
         left = max(0.0, self._wait_s - (loop.time() - started))
         done, _ = await asyncio.wait({attempt}, timeout=left)
         if done and attempt.result():
@@ -156,18 +157,39 @@ class TurnWriter:
             return None, self._settings or process_settings()
         return store, store.settings
 
-    async def _write(
-        self, queue_id: int, turn: dict[str, Any], checked: Checked | None = None
-    ) -> bool:
-        self._inflight.add(queue_id)
-        try:
-            return await self._attempt(queue_id, turn, checked)
-        finally:
-            self._inflight.discard(queue_id)
+    def _claim(
+        self,
+        queue_id: int,
+        turn: dict[str, Any],
+        checked: Checked | None = None,
+        *,
+        fresh: bool = False,
+    ) -> asyncio.Task[bool]:
+        """The attempt that writes queue entry `queue_id`: the one already under way, or a new
+        one. Claimed in one step of the event loop, so the first attempt and the drainer, which
+        may both have the entry in hand, never write it twice (a second write of a turn that a
+        concurrent first has just committed was counted as its repeat)."""
+        running = self._writing.get(queue_id)
+        if running is not None:
+            return running
+        attempt = self._spawn(self._attempt(queue_id, turn, checked, fresh=fresh))
+        self._writing[queue_id] = attempt
+        attempt.add_done_callback(lambda _: self._writing.pop(queue_id, None))
+        return attempt
 
     async def _attempt(
-        self, queue_id: int, turn: dict[str, Any], checked: Checked | None = None
+        self,
+        queue_id: int,
+        turn: dict[str, Any],
+        checked: Checked | None = None,
+        *,
+        fresh: bool = False,
     ) -> bool:
+        """Write one queue entry; true once nothing is left to write of it. An entry read from
+        the queue earlier (not `fresh`) may have been written and removed since: it is written
+        only while it is still queued (an attempt removes its entry before its claim ends)."""
+        if not fresh and not await self.outbox.pending(queue_id):
+            return True
         try:
             store: MemoryStore = await self._store()  # its type named: calls read on to its methods
             if checked is not None and store is checked[0]:
@@ -200,14 +222,14 @@ class TurnWriter:
         stored = 0
         pause = self._retry_initial_s
         while True:
-            batch = [q for q in await self.outbox.peek(100) if q.id not in self._inflight]
+            batch = [q for q in await self.outbox.peek(100) if q.id not in self._writing]
             if not batch:
                 if stored:
                     log.info("memory.write.drained", count=stored)
                 return stored
             failed = False
             for queued in batch:
-                if await self._write(queued.id, queued.turn):
+                if await self._claim(queued.id, queued.turn):
                     stored += 1
                 else:
                     failed = True

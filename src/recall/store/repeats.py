@@ -25,6 +25,17 @@ NEAREST = 10
 "... (1)", "... (2)", can hold the first places)."""
 
 
+def _same_turn(turn: Turn, row: MemoryRow) -> bool:
+    """Whether `row` is `turn` itself: the fields its content hash is made of are equal
+    (`recall.memory.make_turn`)."""
+    return (
+        row.kind == turn.kind
+        and row.conversation_id == turn.conversation_id
+        and row.user_message == turn.user_message
+        and row.ai_response == turn.ai_response
+    )
+
+
 class Repeats:
     """Stores a turn, or finds the stored memory it repeats and counts the repeat on it.
 
@@ -84,13 +95,19 @@ class Repeats:
 
         A repeat is one whose text `turn`'s repeats almost word for word
         (`recall.search.provenance.near_duplicate`): its metadata counts it (`repeats`) and
-        keeps when it was last seen. The same turn again (a retry, the same content hash) never
-        reaches here: `recall.add_turn` returns it as it is.
+        keeps when it was last seen. The same turn again (a retry, the same content hash) is
+        returned as it is, uncounted: `recall.add_turn` finds it by its hash, except when a
+        concurrent attempt commits it between that lookup and the nearness search, which then
+        finds it here.
         """
         # the full texts, not the own words that are embedded (decision 0038): a turn counted
         # instead of stored loses its texts, so only one that says all the stored one says,
         # quotes included, is a repeat
         text = embedding_text(turn.user_message, turn.ai_response)
+        for row in rows:
+            if _same_turn(turn, row):
+                log.debug("memory.add.raced", memory_id=str(row.id))
+                return row_memory(row)
         for row in rows:
             if row.kind != turn.kind:
                 continue
