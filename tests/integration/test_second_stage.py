@@ -18,6 +18,8 @@ from recall.search.features import GATE_FEATURES, RANK_FEATURES
 from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import LinearModel, SecondStage, second_stage_for
 from recall.store import MemoryStore
+from recall.store import candidates as candidates_module
+from recall.store.candidates import FIRST_SLACK
 from recall.store.search import ECHO_SLACK, SCOPE, SCOPE_FROM
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
@@ -233,6 +235,39 @@ async def test_unanswered_questions_among_the_nearest_leave_room_for_answers(
     assert len(near) == 5
     assert not any(rows[i].ai_response == "I'm not sure." for i in near)
     same_candidates(rows, near, old_rows, old_near)
+
+
+@pytest.mark.citus
+async def test_a_small_users_candidates_are_those_of_the_wide_slack(
+    fake_store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: a user up to SCOPE_FROM memories has their candidates fetched with FIRST_SLACK
+    rows beyond k on each side, and again with ECHO_SLACK when unanswered questions left fewer
+    than k answered among them: the candidates are those ECHO_SLACK brings at once."""
+    await fake_store.add_turns(
+        [{"user_id": user, "user_message": f"what is subject 7? ({i})",
+          "ai_response": "I'm not sure."} for i in range(FIRST_SLACK + 3)]
+        + [{"user_id": user, "user_message": f"entry {i} on subject {i % 50}",
+            "ai_response": "ok", "conversation_id": f"c{i % 9}",
+            "created_at": T0 + timedelta(minutes=i)} for i in range(200)]
+    )  # fmt: skip
+    await fake_store.search(user, "subject 7")  # learns the user's plan
+    candidates = fake_store._candidates
+    for text in ("what is subject 7?", "entry 12 on subject 12", "nothing of the kind"):
+        vector = await fake_store.embedder.embed_query(text)
+        candidates._wide.clear()
+        rows, near = await fake_store.candidates(user, text, vector, 5)
+        with monkeypatch.context() as patched:
+            patched.setattr(candidates_module, "FIRST_SLACK", ECHO_SLACK)
+            wide_rows, wide_near = await fake_store.candidates(user, text, vector, 5)
+        assert len(near) == 5
+        assert not any(rows[i].ai_response == "I'm not sure." for i in near)
+        same_candidates(rows, near, wide_rows, wide_near)
+    # the echoes of the first question left the first fetch short: the user is fetched wide
+    assert user not in candidates._wide
+    vector = await fake_store.embedder.embed_query("what is subject 7?")
+    await fake_store.candidates(user, "what is subject 7?", vector, 5)
+    assert user in candidates._wide
 
 
 async def test_find_says_what_the_store_decided(bge_store: MemoryStore, user: str) -> None:

@@ -9,6 +9,7 @@ from itertools import islice
 from typing import Any
 from uuid import UUID
 
+from cachetools import TTLCache
 from psycopg import AsyncConnection
 
 from recall.db.memories import user_plan
@@ -21,9 +22,23 @@ from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store.core import Plan, StoreCore
 from recall.store.maintenance import Maintenance
 
-__all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Candidates", "answered", "unanswered_row"]
+__all__ = [
+    "ECHO_SLACK",
+    "FIRST_SLACK",
+    "SCOPE",
+    "SCOPE_FROM",
+    "Candidates",
+    "answered",
+    "unanswered_row",
+]
 
 ECHO_SLACK = 20  # rows fetched beyond the limit, so leaving out echoes still fills it
+# The second stage's candidates of a user up to SCOPE_FROM memories are first fetched with
+# FIRST_SLACK rows beyond `k` on each side, and again with ECHO_SLACK only when fewer than `k`
+# of those are answered and the user has more (then the user is remembered for a while, and
+# fetched with ECHO_SLACK at once): the same candidates as with ECHO_SLACK always, and a third
+# fewer rows to read, send and judge where few turns are unanswered questions (issue 46).
+FIRST_SLACK = 5
 # A user with more memories than SCOPE_FROM gets the second stage over their SCOPE nearest
 # memories: BM25 and its statistics are taken there (as for a user of SCOPE memories, the size
 # the second stage was fitted on), so its cost does not grow with the history; a memory that only
@@ -47,13 +62,20 @@ def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
     return [r for r in rows if not unanswered_row(r)]
 
 
-def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
-    """The ids of the best `k` memories by BM25, and a few more: questions left unanswered
+def _best_by_bm25(terms: list[TermRow], k: int, slack: int = ECHO_SLACK) -> list[UUID]:
+    """The ids of the best `k` memories by BM25, and `slack` more: questions left unanswered
     leave afterwards (`_pick`). Ties keep recall.search_terms' order, which puts the newer
     memory first, then goes by content hash (migration 0023): the same in any database that
     holds the same memories, where the ids are random."""
     hits = sorted((t for t in terms if t.id is not None), key=lambda t: -(t.bm25 or 0.0))
-    return [t.id for t in hits[: k + ECHO_SLACK] if t.id is not None]
+    return [t.id for t in hits[: k + slack] if t.id is not None]
+
+
+def _short(ids: list[UUID], unanswered: set[UUID], k: int, fetched: int) -> bool:
+    """Whether a side fetched with too little slack: `ids` (its first rows, in its order) are
+    all it fetched (`fetched` rows asked for), fewer than `k` of them are answered, and there
+    may be more."""
+    return len(ids) >= fetched and sum(i not in unanswered for i in ids) < k
 
 
 def _unanswered_ids(rows: list[DetailRow]) -> set[UUID]:
@@ -88,6 +110,8 @@ class Candidates:
     def __init__(self, core: StoreCore, maintenance: Maintenance) -> None:
         self.core = core
         self.maintenance = maintenance
+        # users whose candidates needed ECHO_SLACK lately (FIRST_SLACK left them short)
+        self._wide: TTLCache[str, bool] = TTLCache(maxsize=10000, ttl=300)
 
     async def for_query(
         self,
@@ -134,17 +158,33 @@ class Candidates:
         else:
             if terms is None:
                 terms = await self.terms_of(user_id, keywords, None)
-            details = await self.details_of(
-                user_id, query_vector, k + ECHO_SLACK, _best_by_bm25(terms, k), vectors
-            )
-            unanswered = _unanswered_ids(details)
-            # the exact nearest, as recall.search_exact orders them: the details come in that
-            # order (distance, ties to the newer memory, then by content hash; migration 0023)
-            ordered = sorted(details, key=lambda d: d.distance)[: k + ECHO_SLACK]
-            near = [r.id for r in ordered if r.id not in unanswered][:k]
+            details, unanswered, near = await self._small(user_id, query_vector, k, terms, vectors)
         rows = assemble(terms, _pick(terms, details, near, k, unanswered))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in near if i in position]
+
+    async def _small(
+        self, user_id: str, vector: Vector, k: int, terms: list[TermRow], vectors: bool
+    ) -> tuple[list[DetailRow], set[UUID], list[UUID]]:
+        """The details of a user's `k` nearest and `k` best by BM25, a slack of more on each
+        side (FIRST_SLACK, or ECHO_SLACK when that left a side short: the same candidates as
+        ECHO_SLACK at once), the unanswered ones among them (ids) and the first `k` answered
+        nearest (ids)."""
+        slack = ECHO_SLACK if user_id in self._wide else FIRST_SLACK
+        while True:
+            fetch = k + slack
+            best = _best_by_bm25(terms, k, slack)
+            details = await self.details_of(user_id, vector, fetch, best, vectors)
+            unanswered = _unanswered_ids(details)
+            # the exact nearest, as recall.search_exact orders them: the details come in that
+            # order (distance, ties to the newer memory, then by content hash; migration 0023)
+            ordered = [d.id for d in sorted(details, key=lambda d: d.distance)[:fetch]]
+            if slack >= ECHO_SLACK or not (
+                _short(ordered, unanswered, k, fetch) or _short(best, unanswered, k, fetch)
+            ):
+                return details, unanswered, [i for i in ordered if i not in unanswered][:k]
+            slack = ECHO_SLACK
+            self._wide[user_id] = True
 
     async def _scoped(
         self,
