@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from harness.corpus import Corpus, load
 from harness.db import fresh_database, settle
-from harness.regimes import SEED, Vectors, embed, full, turn_items
+from harness.regimes import LARGE, SEED, Vectors, embed, full, large_user, turn_items
 from harness.report import git_revision, machine, publish, table
 from harness.run import parser, run
 from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved
@@ -46,8 +46,6 @@ from recall.config import DEFAULT_EMBEDDING_MODEL, Settings
 from recall.embeddings import Vector
 from recall.store import MemoryStore
 
-LARGE = "large-0"  # as latency.py names its largest users
-NOISE = 0.3  # per-vector noise on the pair's embedding: cosine to it about 0.96
 WARM = 50  # calls of each path before the timed run
 PEER = "peer: AsyncPostgresStore.asearch"
 PATHS = ("default", "semantic", "default, vector given", "semantic, vector given", PEER)
@@ -111,22 +109,6 @@ async def peer_store(
                 for j, item in enumerate(batch)
             ])  # fmt: skip
         yield peer
-
-
-def large_user(
-    corpus: Corpus, vectors: Vectors, size: int, rng: np.random.Generator
-) -> Iterator[dict[str, Any]]:
-    """`size` memories of one user: the corpus's pairs from a random start, cycled and
-    numbered (no two equal), each vector its pair's plus noise, scaled to unit length."""
-    start = int(rng.integers(len(corpus.turns)))
-    for j in range(size):
-        i = (start + j) % len(corpus.turns)
-        turn = corpus.turns[i]
-        base = np.asarray(vectors.pairs[i], dtype=np.float32)
-        noisy = base + NOISE * rng.normal(size=base.shape).astype(np.float32) / np.sqrt(base.size)
-        yield {"user_id": LARGE, "user_message": f"{turn['user_message']} ({j})",
-               "ai_response": turn["ai_response"], "created_at": turn["created_at"],
-               "embedding": noisy / np.linalg.norm(noisy)}  # fmt: skip
 
 
 def calls(

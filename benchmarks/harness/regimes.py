@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from recall.embeddings import Vector
 from recall.memory import make_turn
 from recall.store import MemoryStore
@@ -29,6 +31,8 @@ from recall.store import MemoryStore
 from .corpus import Corpus
 
 ECHO_REPLY = "I'm not sure."
+LARGE = "large-0"  # the large user, as latency.py names its largest users
+NOISE = 0.3  # per-vector noise on a large user's pair embedding: cosine to it about 0.96
 OTHER_SESSIONS = 2  # sessions without evidence that a small user holds
 SEED = 20  # issue 20
 
@@ -228,3 +232,19 @@ def targets(corpus: Corpus, regime: Regime, ids: Sequence[str]) -> list[Target]:
             )
         )
     return out
+
+
+def large_user(
+    corpus: Corpus, vectors: Vectors, size: int, rng: np.random.Generator
+) -> Iterator[dict[str, Any]]:
+    """`size` memories of one user (`LARGE`): the corpus's pairs from a random start, cycled
+    and numbered (no two equal), each vector its pair's plus noise, scaled to unit length."""
+    start = int(rng.integers(len(corpus.turns)))
+    for j in range(size):
+        i = (start + j) % len(corpus.turns)
+        turn = corpus.turns[i]
+        base = np.asarray(vectors.pairs[i], dtype=np.float32)
+        noisy = base + NOISE * rng.normal(size=base.shape).astype(np.float32) / np.sqrt(base.size)
+        yield {"user_id": LARGE, "user_message": f"{turn['user_message']} ({j})",
+               "ai_response": turn["ai_response"], "created_at": turn["created_at"],
+               "embedding": noisy / np.linalg.norm(noisy)}  # fmt: skip
