@@ -53,7 +53,7 @@ def _imported_from(tree: ast.Module) -> dict[str, set[str]]:
 
 def test_the_suite_is_the_scripts_that_remain() -> None:
     assert [p.stem for p in SCRIPTS] == [
-        "basestore", "bulk_writers", "consolidation", "default_floor", "default_path", "ef_search",
+        "basestore", "bulk_writers", "consolidation", "default_parts", "default_path", "ef_search",
         "embedding", "fact_probe",
         "first_run", "fit_intent", "fit_second_stage", "gate_dump", "gate_rule", "hnsw_frontier",
         "knowledge_update", "latency", "load",
