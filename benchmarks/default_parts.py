@@ -167,6 +167,11 @@ def default_call(store: MemoryStore, timers: Timers, user: str, text: str) -> Ca
     return call
 
 
+def semantic_call(store: MemoryStore, user: str, text: str) -> Call:
+    """The semantic path end to end."""
+    return lambda: store.search(user, text, mode="semantic")
+
+
 def server_call(conn: Any, sql: str, args: tuple[Any, ...] | None) -> Call:
     async def call() -> Any:
         cur = await conn.execute(sql.encode(), args)
@@ -212,9 +217,7 @@ async def measure(
     by_path: dict[str, list[Call]] = defaultdict(list)
     for n, (user, text, vector) in enumerate(asked):
         by_path["default, end to end"].append(default_call(store, timers, user, f"{text} [d{n}]"))
-        by_path["semantic, end to end"].append(
-            lambda u=user, t=f"{text} [s{n}]": store.search(u, t, mode="semantic")
-        )
+        by_path["semantic, end to end"].append(semantic_call(store, user, f"{text} [s{n}]"))
         for name, args in (await server_args(store, user, text, vector, large)).items():
             by_path[name].append(server_call(conn, SERVER[name], args))
     for calls in by_path.values():

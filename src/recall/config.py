@@ -173,6 +173,9 @@ class Settings:
     user_index_threshold: int = 20000
     store_index_threshold: int = 1000
     store_wide_threshold: int = 10000
+    # issue 47: the share of RecallStore's indexed searches checked against the exact scan in
+    # the background, from which each index's breadth is chosen (docs/basestore.md)
+    store_breadth_sample: float = 0.01
     mode: RetrievalMode = "hybrid"
     # deprecated (issue 39): the old name of `mode`, read as it when given (RECALL_RETRIEVAL_MODE)
     retrieval_mode: RetrievalMode | None = field(default=None, repr=False)
@@ -232,6 +235,11 @@ class Settings:
             ("user_index_threshold", self.user_index_threshold >= 1, "must be >= 1"),
             ("store_index_threshold", self.store_index_threshold >= 1, "must be >= 1"),
             ("store_wide_threshold", self.store_wide_threshold >= 1, "must be >= 1"),
+            (
+                "store_breadth_sample",
+                0.0 <= self.store_breadth_sample <= 1.0,
+                "must be between 0 and 1 (0: breadth from probes only)",
+            ),
             ("mode", self.mode in RETRIEVAL_MODES, "must be semantic, keyword or hybrid"),
             ("hybrid_candidates", 1 <= self.hybrid_candidates <= 1000, "must be 1 to 1000"),
             ("consolidation_chunk_size", self.consolidation_chunk_size >= 1, "must be >= 1"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -403,6 +404,34 @@ def test_version_and_stats_location(runner: CliRunner) -> None:
     assert version.stdout.strip() == f"recall {metadata.version('langgraph-recall')}"
     stats = runner.invoke(app, ["stats"])
     assert stats.stdout.startswith("database: the server of RECALL_DATABASE_URL\n")
+
+
+def test_stats_shows_each_store_index_breadth_and_recall(runner: CliRunner, cli_url: str) -> None:
+    """Issue 47: `recall stats` shows how wide each RecallStore index is searched and the
+    recall@10 measured there."""
+    from langgraph.store.base import IndexConfig, PutOp
+
+    from recall import RecallStore
+    from recall.db.calibration import FLOOR, LADDER
+    from tests.integration.test_store_indexes import DIMS, _embed
+
+    async def load() -> None:
+        index: IndexConfig = {"dims": DIMS, "embed": _embed, "fields": ["text"]}
+        settings = Settings(database_url=cli_url, embedding_cache_ttl=0, store_index_threshold=60)
+        async with RecallStore.connect(cli_url, index=index, settings=settings) as store:
+            await store.abatch(
+                [PutOp(("stats-kb",), f"k{i}", {"text": f"kb {i}"}) for i in range(70)]
+            )
+            await store.wait_for_index_builds()
+
+    asyncio.run(load())
+    shown = runner.invoke(app, ["stats"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert any(line.startswith("RecallStore indexes") for line in lines)
+    [row] = [line.split() for line in lines if line.startswith("stats-kb")]
+    assert int(row[1]) == DIMS
+    assert int(row[3]) in LADDER and float(row[4]) >= FLOOR
 
 
 def test_demo_uses_its_own_users_and_leaves_nothing(runner: CliRunner) -> None:

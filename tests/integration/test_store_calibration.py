@@ -10,6 +10,7 @@ import pytest
 from langgraph.store.base import IndexConfig, PutOp
 
 from recall import RecallStore
+from recall.basestore.questions import MIN_QUESTIONS
 from recall.config import Settings
 from recall.db.calibration import FLOOR, LADDER
 from recall.db.pool import connect_once
@@ -17,7 +18,7 @@ from tests.conftest import Databases
 from tests.integration.test_store_indexes import DIMS, _embed
 
 
-async def _open(url: str, **settings: int) -> AsyncIterator[RecallStore]:
+async def _open(url: str, **settings: float) -> AsyncIterator[RecallStore]:
     index: IndexConfig = {"dims": DIMS, "embed": _embed, "fields": ["text"]}
     configured = Settings(database_url=url, embedding_cache_ttl=0, **settings)  # type: ignore[arg-type]
     async with RecallStore.connect(url, index=index, settings=configured) as store:
@@ -85,12 +86,34 @@ async def test_an_index_under_the_floor_is_not_used(url: str) -> None:
         assert store._planner.through("kb", DIMS) == "namespace"
         conn = await connect_once(url)
         try:
-            await conn.execute(b"UPDATE recall.store_indexes SET calibrated_recall = 0.5")
+            # what a calibration records when even the widest breadth falls short
+            await conn.execute(
+                b"UPDATE recall.store_indexes SET calibrated_recall = 0.5, ef_search = %s",
+                (LADDER[-1],),
+            )
         finally:
             await conn.close()
         await store._planner.refresh_now()
         assert store._planner.through("kb", DIMS) is None  # the exact scan answers
         assert len(await store.asearch(("kb",), query="kb 3", limit=10)) == 10
+
+
+async def test_a_breadth_its_questions_widened_to_is_used(url: str) -> None:
+    """Issue 47: questions widen an index one step at a time, each step recorded with the
+    recall measured there, which may still be under the floor: the index is still used."""
+    async for store in _open(url, store_index_threshold=60):
+        await store.abatch(_puts(("kb",), 0, 80))
+        await store.wait_for_index_builds()
+        conn = await connect_once(url)
+        try:
+            await conn.execute(
+                b"UPDATE recall.store_indexes SET calibrated_recall = 0.98, ef_search = 60"
+            )
+        finally:
+            await conn.close()
+        await store._planner.refresh_now()
+        assert store._planner.through("kb", DIMS) == "namespace"
+        assert store._planner.breadth("kb", DIMS, "namespace") == 60
 
 
 async def test_children_written_after_the_index_are_found_at_once(url: str) -> None:
@@ -123,3 +146,47 @@ async def test_an_indexed_search_is_prepared_once_per_index(url: str) -> None:
             )
             runs = [int(n) for (n,) in await cur.fetchall()]
         assert runs and max(runs) >= 8
+
+
+async def _set_breadth(url: str, ns: str, ef_search: int) -> None:
+    conn = await connect_once(url)
+    try:
+        await conn.execute(
+            b"UPDATE recall.store_indexes SET ef_search = %s WHERE ns = %s", (ef_search, ns)
+        )
+    finally:
+        await conn.close()
+
+
+async def test_the_questions_asked_move_an_index_to_the_breadth_they_need(url: str) -> None:
+    """Issue 47: with every search sampled, once MIN_QUESTIONS questions have been checked
+    against the exact scan, an index searched wider than its questions need narrows to the
+    smallest breadth that holds the target on them."""
+    async for store in _open(url, store_index_threshold=60, store_breadth_sample=1):
+        await store.abatch(_puts(("kb",), 0, 80))
+        await store.wait_for_index_builds()
+        await _set_breadth(url, "kb", 200)  # as a probe calibration may leave it
+        await store._planner.refresh_now()
+        assert store._planner.breadth("kb", DIMS, "namespace") == 200
+        for i in range(MIN_QUESTIONS):
+            await store.asearch(("kb",), query=f"kb {i * 7 % 80}")
+            await store.wait_for_index_builds()  # each question checked before the next
+        tally = store._planner.tally("kb", DIMS)
+        assert tally.questions == MIN_QUESTIONS
+        assert tally.recall(LADDER[0]) == 1.0  # 80 vectors: the narrowest finds them all
+        ef_search, recall, vectors = (await _recorded(url))["kb"]
+        assert (ef_search, recall, vectors) == (LADDER[0], 1.0, 80)
+        assert store._planner.breadth("kb", DIMS, "namespace") == LADDER[0]
+
+
+async def test_no_question_is_checked_when_the_share_is_zero(url: str) -> None:
+    async for store in _open(url, store_index_threshold=60, store_breadth_sample=0):
+        await store.abatch(_puts(("kb",), 0, 80))
+        await store.wait_for_index_builds()
+        await _set_breadth(url, "kb", 200)
+        await store._planner.refresh_now()
+        for i in range(MIN_QUESTIONS):
+            await store.asearch(("kb",), query=f"kb {i}")
+        await store.wait_for_index_builds()
+        assert store._planner.tally("kb", DIMS).questions == 0
+        assert (await _recorded(url))["kb"][0] == 200

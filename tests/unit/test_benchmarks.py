@@ -59,7 +59,8 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
         "knowledge_update", "latency", "load",
         "locomo", "onnx_spin", "pool_size",
         "prefix_parts", "probe", "realmem",
-        "replica", "restatement_probe", "same_results", "scale_out", "store_parts", "time_probe",
+        "replica", "restatement_probe", "same_results", "scale_out", "store_breadth", "store_parts",
+        "time_probe",
         "write_cost",
     ]  # fmt: skip
 

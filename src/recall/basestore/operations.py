@@ -208,6 +208,7 @@ async def run_read(
                 scans=planner.scans(plan.prefix, dims) if through == "every" else (),
             )
             planner.searched(plan.prefix, dims)
+            planner.asked(plan.prefix, dims, through, plan.query)
         rows = await search_items(conn, plan)
         # only items with a TTL move: a page without one costs no UPDATE (and no round trip)
         if op.refresh_ttl and (expiring := [(r.ns, r.key) for r in rows if r.expires]):

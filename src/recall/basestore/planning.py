@@ -11,7 +11,9 @@ the index over every namespace, which leaves out the namespaces with their own (
 0022), the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`).
 Each index is calibrated once built, and again when it has grown by a quarter (`GROWTH`): the
 smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn from its own vectors
-(`recall.db.calibration`), which its searches then use.
+(`recall.db.calibration`), which its searches then use; then a share of the searches through it
+is checked against the exact scan in the background, and its breadth follows what those
+questions need (`recall.basestore.questions`, issue 47).
 The plan is chosen from what this process knows (the finished indexes and their breadths, read
 again every few seconds, and the size of each prefix searched, counted in the background every
 five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
@@ -21,6 +23,7 @@ cosines and falls back to the exact scan whenever its page comes back short.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Literal
@@ -30,8 +33,17 @@ import structlog
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from recall.basestore.questions import Tally
 from recall.config import Settings
-from recall.db.calibration import FLOOR, calibrate_index, record_breadth
+from recall.db.calibration import (
+    FLOOR,
+    LADDER,
+    TARGET,
+    calibrate_index,
+    question_found,
+    question_of,
+    record_breadth,
+)
 from recall.db.items import prefix_size
 from recall.db.rls import as_owner
 from recall.db.sql import fetch_value
@@ -97,6 +109,9 @@ class IndexPlanner:
         self._queue: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
         self._runner: asyncio.Task[None] | None = None
         self._closed = False
+        self.sample = settings.store_breadth_sample
+        self._tallies: dict[tuple[str, int], Tally] = {}
+        self._random = random.Random()  # noqa: S311 - a share of searches, not a secret
 
     async def refresh(self, conn: AsyncConnection[Any], *, force: bool = False) -> None:
         """Read the finished indexes again when the last read is older than a few seconds, and
@@ -161,12 +176,14 @@ class IndexPlanner:
         return frozenset(ns for ns, d in self._indexes.names if d == dims and ns != EVERY_NAMESPACE)
 
     def _usable(self, ns: str, dims: int) -> bool:
-        """A calibrated index that reached the floor; one not calibrated, or grown since (its
-        search then looks as wide as decision 0023's rule), within the sizes decision 0023
-        measured."""
+        """A calibrated index that reached the floor, or whose breadth is under the widest; one
+        not calibrated, or grown since (its search then looks as wide as decision 0023's
+        rule), within the sizes decision 0023 measured."""
         calibrated = self._indexes.breadths.get((ns, dims))
         if calibrated is not None and not self._stale(ns, dims):
-            return calibrated.recall >= FLOOR
+            # under the floor only at the widest breadth: a breadth its questions widened to
+            # (recall measured there still short) is used, and checked on
+            return calibrated.recall >= FLOOR or calibrated.ef_search < LADDER[-1]
         return self._vectors(ns, dims) <= LARGEST_MEASURED
 
     def _vectors(self, ns: str, dims: int) -> int:
@@ -266,6 +283,53 @@ class IndexPlanner:
         if own >= self.threshold and (ns, dims) not in self._indexes.names:
             self._spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
 
+    def asked(self, prefix: str, dims: int, through: Through, vector: Any) -> None:
+        """Note a semantic search that went through an index: a share of them
+        (`store_breadth_sample`) is checked in the background against the exact scan, and the
+        index's breadth follows what its questions need (`recall.basestore.questions`). One
+        check per index waits at a time; a search that finds one waiting is not sampled."""
+        if through is None or vector is None or self._random.random() >= self.sample:
+            return
+        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        self._spawn(f"question:{dims}:{ns}", lambda: self._check(ns, dims, vector))
+
+    def tally(self, ns: str, dims: int) -> Tally:
+        """The questions index (`ns`, `dims`) was checked on since its last calibration."""
+        return self._tallies.setdefault((ns, dims), Tally())
+
+    async def _check(self, ns: str, dims: int, vector: Any) -> None:
+        """Check one question on index (`ns`, `dims`): its exact nearest, then the index at the
+        ladder's breadths up to one past its own; move the breadth when the tally says so."""
+        current = self._breadth(ns, dims)
+        wider = [b for b in LADDER if b > current][:1]
+        breadths = [b for b in LADDER if b <= current] + wider
+        try:
+            async with self._pool.connection() as conn, as_owner(conn):
+                question = await question_of(conn, ns, dims, vector)
+                if question is None:
+                    return
+                found = await question_found(conn, ns, dims, question, breadths)
+                tally = self.tally(ns, dims)
+                tally.add(found, question.want)
+                chosen = tally.decide(current, LADDER, TARGET)
+                calibrated = self._indexes.breadths.get((ns, dims))
+                if chosen is None or calibrated is None:
+                    return
+                vectors = max(calibrated.vectors, self._vectors(ns, dims))
+                await record_breadth(conn, ns, dims, Breadth(chosen, tally.recall(chosen), vectors))
+                log.info(
+                    "store.index.breadth_from_questions",
+                    every_namespace=not ns,
+                    dims=dims,
+                    ef_search=chosen,
+                    was=calibrated.ef_search,
+                    recall=round(tally.recall(chosen), 4),
+                    questions=tally.questions,
+                )
+                await self.refresh(conn, force=True)
+        except psycopg.Error:
+            log.exception("store.index.question_failed", every_namespace=not ns)
+
     def searched(self, prefix: str, dims: int) -> None:
         """Note a semantic search under `prefix`: count the prefix in the background when its
         size is unknown or old, and build the index it deserves."""
@@ -342,6 +406,7 @@ class IndexPlanner:
         """Calibrate index (`ns`, `dims`) on `conn` (the owner's), record it, read the
         indexes again."""
         self._grown.pop((ns, dims), None)
+        self._tallies.pop((ns, dims), None)  # its questions' answers were a smaller index's
         breadth = await calibrate_index(conn, ns, dims)
         await record_breadth(conn, ns, dims, breadth)
         await self.refresh(conn, force=True)

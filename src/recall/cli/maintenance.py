@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -10,6 +10,7 @@ from recall.cli.admin import admin_connection
 from recall.cli.invocation import database_location, fail, run, settings_of, with_store
 from recall.cli.output import plural
 from recall.config import MAX_RETENTION_DAYS, Settings
+from recall.db.storeindex import EVERY_NAMESPACE, StoreIndexes, read_store_indexes
 from recall.embeddings import legacy_hint
 from recall.store import MemoryStore
 from recall.store.erasure import retention_limits
@@ -30,11 +31,13 @@ def stats(
 ) -> None:
     """Show memory counts per user size bucket, and a running server's retrieval metrics."""
 
-    async def work(store: MemoryStore) -> tuple[dict[str, int], list[tuple[str, int, int]], str]:
-        return await store.stats(), await store.user_buckets(), store.embedder.name
+    async def work(store: MemoryStore) -> tuple[Any, ...]:
+        async with store.connection(all_users=True, read=True) as conn:
+            indexes = await read_store_indexes(conn)
+        return await store.stats(), await store.user_buckets(), store.embedder.name, indexes
 
     settings = settings_of(ctx)
-    totals, buckets, model = with_store(settings, work)
+    totals, buckets, model, indexes = with_store(settings, work)
     typer.echo(f"database: {database_location(settings)}")
     typer.echo(f"embedding model: {model}")
     if hint := legacy_hint(settings, model):
@@ -45,8 +48,25 @@ def stats(
     typer.echo("\nusers by size   users   memories")
     for bucket, users, memories in buckets:
         typer.echo(f"{bucket:14} {users:7,} {memories:10,}")
+    _print_store_indexes(indexes)
     if server:
         _print_server_metrics(server, token)
+
+
+def _print_store_indexes(indexes: StoreIndexes) -> None:
+    """RecallStore's HNSW indexes: how wide each is searched and the recall@10 measured there
+    (by its calibration, or by the questions it was asked: issue 47)."""
+    if not indexes.names:
+        return
+    typer.echo("\nRecallStore indexes   dims   vectors   breadth   recall@10")
+    for (ns, dims), _name in sorted(indexes.names.items()):
+        label = ns if ns != EVERY_NAMESPACE else "(every namespace)"
+        breadth = indexes.breadths.get((ns, dims))
+        size = f"{indexes.sizes.get((ns, dims), 0):9,}"
+        measured = (
+            f"{breadth.ef_search:9} {breadth.recall:11.4f}" if breadth else "  not yet calibrated"
+        )
+        typer.echo(f"{label[:20]:20} {dims:5} {size} {measured}")
 
 
 def _print_server_metrics(server: str, token: str | None) -> None:

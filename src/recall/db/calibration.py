@@ -29,7 +29,16 @@ from psycopg import AsyncConnection, sql
 from recall.db.sql import fetch_value, query, run
 from recall.db.storeindex import EVERY_NAMESPACE, Breadth
 
-__all__ = ["FLOOR", "LADDER", "TARGET", "calibrate_index", "record_breadth"]
+__all__ = [
+    "FLOOR",
+    "LADDER",
+    "TARGET",
+    "Question",
+    "calibrate_index",
+    "question_found",
+    "question_of",
+    "record_breadth",
+]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -50,6 +59,11 @@ class _Probe:
     vector: Any
     truth: frozenset[tuple[str, str, str, int]]
     want: int
+
+
+Question = _Probe
+"""A question asked of an index, with its exact nearest (`truth`, ties at the tenth included)
+and how many of them a search must find (`want`: ten, or the index's size)."""
 
 
 def _near(ns: str) -> sql.Composable:
@@ -81,41 +95,73 @@ async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[_Probe
         for (v,) in await cur.fetchall()
     ]
     probes = []
-    exact = _composed("store_calibration_exact", near=near)
     for start in range(0, len(sampled) - BLEND + 1, BLEND):
         middle = np.sum(sampled[start : start + BLEND], axis=0)
         norm = float(np.linalg.norm(middle))
         if norm == 0.0:
             continue
-        vector = (middle / norm).astype(np.float32)
-        found = await conn.execute(exact, {"query": vector, "dims": dims, "k": 2 * K})
-        nearest = _keys(await found.fetchall())
-        if not nearest:
-            continue
-        want = min(K, len(nearest))
-        tenth = nearest[want - 1][1]
-        truth = frozenset(row for row, distance in nearest if distance <= tenth + SAME)
-        probes.append(_Probe(vector, truth, want))
+        probe = await question_of(conn, ns, dims, (middle / norm).astype(np.float32))
+        if probe is not None:
+            probes.append(probe)
     return probes
+
+
+async def question_of(
+    conn: AsyncConnection[Any], ns: str, dims: int, vector: Any
+) -> Question | None:
+    """`vector` asked of index (`ns`, `dims`), with its exact nearest (None: the index holds
+    nothing)."""
+    exact = _composed("store_calibration_exact", near=_near(ns))
+    found = await conn.execute(exact, {"query": vector, "dims": dims, "k": 2 * K})
+    nearest = _keys(await found.fetchall())
+    if not nearest:
+        return None
+    want = min(K, len(nearest))
+    tenth = nearest[want - 1][1]
+    truth = frozenset(row for row, distance in nearest if distance <= tenth + SAME)
+    return _Probe(vector, truth, want)
+
+
+def _indexed(ns: str, dims: int) -> sql.Composed:
+    return _composed(
+        "store_calibration_indexed",
+        near=_near(ns),
+        dims=sql.Literal(dims),
+        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
+    )
+
+
+async def _hits(conn: AsyncConnection[Any], statement: sql.Composed, probe: _Probe) -> int:
+    """How many of `probe`'s exact nearest the index finds among its first ten (of the
+    `CANDIDATES` a search re-checks), at the breadth set on `conn`."""
+    cur = await conn.execute(statement, {"query": probe.vector, "k": CANDIDATES}, prepare=False)
+    found = [row for row, _ in _keys(await cur.fetchall())]
+    return min(len(set(found[:K]) & probe.truth), probe.want)
+
+
+async def question_found(
+    conn: AsyncConnection[Any], ns: str, dims: int, question: Question, breadths: list[int]
+) -> dict[int, int]:
+    """How many of `question`'s exact nearest the index finds at each of `breadths`, each
+    breadth set for the transaction that this opens."""
+    statement = _indexed(ns, dims)
+    found = {}
+    async with conn.transaction():
+        for ef_search in breadths:
+            await run(conn, "store_search_knobs", {"ef_search": ef_search})
+            found[ef_search] = await _hits(conn, statement, question)
+    return found
 
 
 async def _recall(
     conn: AsyncConnection[Any], ns: str, dims: int, probes: list[_Probe], ef_search: int
 ) -> tuple[float, float]:
     """The probes' mean recall@10 at `ef_search`, and its one-sided 95% lower bound."""
-    statement = _composed(
-        "store_calibration_indexed",
-        near=_near(ns),
-        dims=sql.Literal(dims),
-        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
-    )
+    statement = _indexed(ns, dims)
     scores = []
     await run(conn, "store_search_knobs", {"ef_search": ef_search})  # to the transaction's end
     for probe in probes:
-        cur = await conn.execute(statement, {"query": probe.vector, "k": CANDIDATES}, prepare=False)
-        found = [row for row, _ in _keys(await cur.fetchall())]
-        hits = len(set(found[:K]) & probe.truth)
-        scores.append(min(hits, probe.want) / probe.want)
+        scores.append(await _hits(conn, statement, probe) / probe.want)
     spread = float(np.std(scores, ddof=1)) / np.sqrt(len(scores)) if len(scores) > 1 else 0.0
     return float(np.mean(scores)), float(np.mean(scores)) - Z * spread
 

@@ -1,0 +1,298 @@
+"""RecallStore's breadth from the questions it is asked, and both stores' curves (issue 47).
+
+    python benchmarks/store_breadth.py [--sizes 20000,50000] [--fit 98]
+                                       [--breadths 40,60,80,100,160,250] [--keep]
+
+One namespace of each --sizes real-text items (bge-small vectors of LongMemEval user turns with
+their replies, as `benchmarks/basestore.py --data real` makes them) in each store, RecallStore and
+LangGraph's AsyncPostgresStore, each on a database of its own. LongMemEval's 195 dev questions are
+split by a seeded shuffle: the first --fit are asked of RecallStore with every search checked
+against the exact scan in the background (`store_breadth_sample` 1), so each index's breadth
+comes from them (`recall.basestore.questions`); the others, held out, are then asked of both
+stores with no search checked, in turns in blocks of 25 (the order turning each block): ours at
+the breadth its questions chose against the peer at its default (pgvector's `hnsw.ef_search`,
+40), then both at each of --breadths (ours by its planner's breadth, the peer by
+`hnsw.ef_search` set on its database for a fresh connection pool). recall@10 is against the
+exact (numpy) top ten of the namespace, ties at the tenth counted as hits. With --keep the two
+databases stay for the next run with the same sizes. Writes docs/benchmarks.md (section
+"store-breadth").
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from harness.items import Items, Query, item_text
+from harness.realtext import question_vectors, turn_vectors
+from harness.report import git_revision, machine, publish, table
+from harness.run import counts, parser, run
+from harness.storeload import open_loaded
+from harness.storephases import OURS, PEER
+from harness.storetables import exact_answer
+from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved
+from langgraph.store.base import BaseStore, SearchItem
+from langgraph.store.postgres.aio import AsyncPostgresStore
+from langgraph.store.postgres.base import PostgresIndexConfig
+from psycopg import sql
+
+from recall import RecallStore
+from recall.basestore.namespaces import join
+from recall.db.pool import connect_once
+
+SEED = 47
+PEER_DEFAULT = 40  # pgvector's hnsw.ef_search
+DIMS = 384
+
+
+def namespace_items(pool: np.ndarray, sizes: list[int], rng: np.random.Generator) -> Items:
+    """One namespace per size, its rows distinct turns of `pool` (then midpoints of two)."""
+    parts = []
+    for size in sizes:
+        if size <= len(pool):
+            parts.append(pool[rng.choice(len(pool), size=size, replace=False)])
+        else:
+            a, b = rng.integers(0, len(pool), size=(2, size - len(pool)))
+            mids = pool[a] + pool[b]
+            parts.append(np.vstack([pool, mids / np.linalg.norm(mids, axis=1, keepdims=True)]))
+    vectors = np.vstack(parts).astype(np.float32)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    namespaces: list[tuple[str, ...]] = [("breadth", f"n{size}") for size in sizes]
+    vectors_of = {
+        item_text(j, i): vectors[int(starts[j]) + i]
+        for j in range(len(sizes))
+        for i in range(sizes[j])
+    }
+    return Items(namespaces, np.array(sizes), starts, vectors, [], vectors_of)
+
+
+def asked(items: Items, questions: np.ndarray, tag: str) -> list[Query]:
+    """Every question asked of every namespace, its text registered for `embed`."""
+    out = []
+    for j in range(len(items.namespaces)):
+        for n, vector in enumerate(questions):
+            q = Query(j, f"{tag}-{j}-{n}", vector)
+            items.vectors_of[q.text] = vector
+            out.append(q)
+    return out
+
+
+def search_call(store: BaseStore, items: Items, q: Query) -> Call:
+    return lambda: store.asearch(items.namespaces[q.namespace], query=q.text, limit=10)
+
+
+def recall_of(items: Items, queries: list[Query], found: list[list[SearchItem]]) -> float:
+    """Mean recall@10 of the pages found, against the exact answers (ties included)."""
+    scores = []
+    for q, page in zip(queries, found, strict=True):
+        truth, want = exact_answer(items, q)
+        hits = {(tuple(r.namespace), r.key) for r in page} & truth
+        scores.append(min(len(hits), want) / want)
+    return float(np.mean(scores))
+
+
+@asynccontextmanager
+async def peer_at(url: str, items: Items, ef_search: int) -> AsyncIterator[AsyncPostgresStore]:
+    """The peer on `url` with `hnsw.ef_search` set for its database (a fresh pool reads it)."""
+    conn = await connect_once(url)
+    try:
+        name = sql.Identifier(conn.info.dbname)
+        await conn.execute(
+            sql.SQL("ALTER DATABASE {} SET hnsw.ef_search = {}").format(
+                name, sql.Literal(ef_search)
+            )
+        )
+    finally:
+        await conn.close()
+    index: PostgresIndexConfig = {"dims": DIMS, "embed": items.embed, "fields": ["text"]}
+    async with AsyncPostgresStore.from_conn_string(url, index=index) as peer:
+        yield peer
+
+
+async def in_turns(
+    items: Items, queries: list[Query], calls: dict[str, list[Call]]
+) -> dict[str, tuple[float, float, float]]:
+    """A warm-up pass, then the systems in turns: each one's p50, p95 (ms) and recall@10."""
+    for system_calls in calls.values():
+        await timed(system_calls[:BLOCK])
+    out = await timed_interleaved(calls)
+    result = {}
+    for name, (times, found) in out.items():
+        p50, p95 = percentiles(times, [50, 95])
+        result[name] = (p50, p95, recall_of(items, queries, found))
+    return result
+
+
+async def main() -> None:
+    """Load both stores, let ours learn its breadth from the fit questions, time the rest."""
+    options = parser(__doc__)
+    options.add_argument("--sizes", default="20000,50000", help="namespace sizes")
+    options.add_argument("--fit", type=int, default=98, help="questions ours is tuned on")
+    options.add_argument("--breadths", default="40,60,80,100,160,250", help="the curves' points")
+    options.add_argument("--keep", action="store_true", help="keep the databases for a rerun")
+    args = options.parse_args()
+    sizes = [int(v) for v in args.sizes.split(",")]
+    breadths = counts(args.breadths, default=PEER_DEFAULT, option="--breadths")
+    revision = git_revision()
+    rng = np.random.default_rng(SEED)
+    pool = await turn_vectors()
+    _texts, question_pool = question_vectors()
+    order = list(range(len(question_pool)))
+    random.Random(SEED).shuffle(order)
+    fit_q, held_q = question_pool[order[: args.fit]], question_pool[order[args.fit :]]
+    items = namespace_items(pool, sizes, rng)
+    fit, held = asked(items, fit_q, "fit"), asked(items, held_q, "held")
+    # the shapes basestore.py's loader names its databases by
+    shape = argparse_like(items=int(sum(sizes)), namespaces=len(sizes), large=sizes, keep=args.keep)
+    async with AsyncExitStack() as stack:
+        ours, _loaded = await open_loaded(stack, OURS, shape, items)
+        assert isinstance(ours, RecallStore)
+        _peer, peer_loaded = await open_loaded(stack, PEER, shape, items)
+        await ours.build_indexes()
+        planner = ours._planner
+        for ns in items.namespaces:  # the cold start: each index's breadth from its probes
+            await planner._calibrate(join(ns), DIMS)
+        before = {ns: planner.breadth(join(ns), DIMS, "namespace") for ns in items.namespaces}
+        # the fit questions, every one checked in the background, one after the other
+        planner.sample = 1.0
+        started = time.perf_counter()
+        for q in fit:
+            await search_call(ours, items, q)()
+            await ours.wait_for_index_builds()
+        fit_s = time.perf_counter() - started
+        planner.sample = 0.0
+        await planner.refresh_now()
+        chosen = {ns: planner.breadth(join(ns), DIMS, "namespace") for ns in items.namespaces}
+        tallies = {ns: planner.tally(join(ns), DIMS) for ns in items.namespaces}
+        rows = []
+        for j, ns in enumerate(items.namespaces):
+            mine = [q for q in held if q.namespace == j]
+            async with peer_at(peer_loaded.url, items, PEER_DEFAULT) as peer:
+                result = await in_turns(items, mine, {
+                    OURS: [search_call(ours, items, q) for q in mine],
+                    PEER: [search_call(peer, items, q) for q in mine],
+                })  # fmt: skip
+            rows.append(headline(ns, len(mine), before, chosen, tallies, result))
+        points: dict[tuple[str, ...], list[tuple[int, dict[str, tuple[float, float, float]]]]] = {}
+        for b in breadths:
+            planner._breadth = fixed(b)  # type: ignore[method-assign,assignment]
+            async with peer_at(peer_loaded.url, items, b) as peer:
+                for j, ns in enumerate(items.namespaces):
+                    mine = [q for q in held if q.namespace == j]
+                    result = await in_turns(items, mine, {
+                        OURS: [search_call(ours, items, q) for q in mine],
+                        PEER: [search_call(peer, items, q) for q in mine],
+                    })  # fmt: skip
+                    points.setdefault(ns, []).append((b, result))
+            del planner._breadth
+        async with peer_at(peer_loaded.url, items, PEER_DEFAULT):
+            pass  # the peer's database back at pgvector's default
+    curves = [row for ns, pts in points.items() for row in curve_rows(ns, pts)]
+    checks = sum(t.questions for t in tallies.values())
+    body = f"""## RecallStore's breadth from its questions, and both stores' curves (issue 47)
+
+`python benchmarks/store_breadth.py --sizes {args.sizes} --fit {args.fit} --breadths
+{args.breadths}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}. One namespace of
+each size of real text in each store; LongMemEval's questions split by a seeded shuffle:
+{args.fit} asked of RecallStore with every search checked in the background (its breadth chosen
+from them: {checks} checks in {fit_s:.0f} s, {1000 * fit_s / max(checks, 1):.0f} ms a check with
+its search), {len(held_q)} held out and asked of both, in turns in blocks of {BLOCK} after a
+warm-up pass. recall@10 against the exact top ten, ties included.
+
+At the defaults (ours: the breadth its questions chose; the peer: `hnsw.ef_search` 40):
+
+{
+        table(
+            [
+                "namespace",
+                "held-out questions",
+                "our breadth (probes -> questions)",
+                "questions' recall@10 there",
+                "ours p50 / p95 ms",
+                "peer p50 / p95 ms",
+                "recall@10 ours / peer",
+                "p95 ours/peer",
+                "target",
+            ],
+            rows,
+        )
+    }
+
+Curves: both stores at each breadth (`hnsw.ef_search`), the same held-out questions, in turns:
+
+{
+        table(
+            [
+                "namespace",
+                "breadth",
+                "ours p95 ms",
+                "ours recall@10",
+                "peer p95 ms",
+                "peer recall@10",
+                "ours beats the peer's point",
+            ],
+            curves,
+        )
+    }
+
+"Ours beats the peer's point": at some breadth ours reaches the peer's recall@10 for less p95,
+or more recall@10 for no more p95 (issue 47's target for the curves).
+"""
+    publish("store-breadth", body, write=not args.no_write)
+
+
+def fixed(breadth: int) -> Callable[[str, int], int]:
+    """A planner's `_breadth` that says `breadth` for every index (a curve's point)."""
+    return lambda _ns, _dims: breadth
+
+
+def argparse_like(**values: Any) -> argparse.Namespace:
+    """The fields `harness.storeload` reads of basestore.py's arguments."""
+    return argparse.Namespace(data="real", **values)
+
+
+def headline(
+    ns: tuple[str, ...],
+    asked_n: int,
+    before: dict[tuple[str, ...], int],
+    chosen: dict[tuple[str, ...], int],
+    tallies: dict[tuple[str, ...], Any],
+    result: dict[str, tuple[float, float, float]],
+) -> list[object]:
+    o50, o95, orec = result[OURS]
+    p50, p95, prec = result[PEER]
+    label = join(ns)
+    measured = tallies[ns].recall(chosen[ns])
+    return [
+        label, asked_n, f"{before[ns]} -> {chosen[ns]}", f"{measured:.4f}",
+        f"{o50:.2f} / {o95:.2f}", f"{p50:.2f} / {p95:.2f}", f"{orec:.4f} / {prec:.4f}",
+        f"{o95 / p95:.2f}", "<= 1.0 at >= 0.99",
+    ]  # fmt: skip
+
+
+def curve_rows(
+    ns: tuple[str, ...], points: list[tuple[int, dict[str, tuple[float, float, float]]]]
+) -> list[list[object]]:
+    """One namespace's curves, each peer point judged against every one of ours."""
+    ours = [(r[OURS][1], r[OURS][2]) for _b, r in points]  # (p95, recall)
+    rows: list[list[object]] = []
+    for breadth, result in points:
+        _o50, o95, orec = result[OURS]
+        _p50, p95, prec = result[PEER]
+        beats = any(
+            (recall >= prec and tail < p95) or (recall > prec and tail <= p95)
+            for tail, recall in ours
+        )
+        rows.append([join(ns), breadth, f"{o95:.2f}", f"{orec:.4f}", f"{p95:.2f}",
+                     f"{prec:.4f}", "yes" if beats else "no"])  # fmt: skip
+    return rows
+
+
+if __name__ == "__main__":
+    run(main)
