@@ -527,6 +527,24 @@ async def test_recall_store_wide_threshold(env: ProcessEnv, user: str) -> None:
         assert await cur.fetchall() == [("",)]  # the index over every namespace
 
 
+async def test_recall_store_breadth_sample(env: ProcessEnv, user: str) -> None:
+    """Issue 47: the share of indexed searches checked against the exact scan, read from the
+    environment (every one at 1: each search through the index is tallied)."""
+    env.setenv("RECALL_STORE_INDEX_THRESHOLD", "3")
+    env.setenv("RECALL_STORE_BREADTH_SAMPLE", "1")
+    index: IndexConfig = {"dims": 16, "embed": FakeEmbeddings(16), "fields": ["text"]}
+    async with RecallStore.connect(index=index) as store:
+        assert store._planner.sample == 1.0
+        await store.abatch([PutOp((user, "kb"), f"k{i}", {"text": f"fact {i}"}) for i in range(5)])
+        for i in range(3):
+            await store.asearch((user, "kb"), query=f"fact {i}")
+            await store.wait_for_index_builds()
+        assert store._planner.tally(f"{user}.kb", 16).questions == 3
+    env.setenv("RECALL_STORE_BREADTH_SAMPLE", "1.5")
+    with pytest.raises(ConfigError, match="RECALL_STORE_BREADTH_SAMPLE"):
+        Settings.from_env()
+
+
 async def _user_index_definition(store: MemoryStore, user: str) -> str:
     conn = await AsyncConnection.connect(store.database.url if store.database else "")
     async with conn:

@@ -23,7 +23,6 @@ cosines and falls back to the exact scan whenever its page comes back short.
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Literal
@@ -111,7 +110,7 @@ class IndexPlanner:
         self._closed = False
         self.sample = settings.store_breadth_sample
         self._tallies: dict[tuple[str, int], Tally] = {}
-        self._random = random.Random()  # noqa: S311 - a share of searches, not a secret
+        self._asked: dict[tuple[str, int], int] = {}  # searches through each index
 
     async def refresh(self, conn: AsyncConnection[Any], *, force: bool = False) -> None:
         """Read the finished indexes again when the last read is older than a few seconds, and
@@ -285,13 +284,18 @@ class IndexPlanner:
 
     def asked(self, prefix: str, dims: int, through: Through, vector: Any) -> None:
         """Note a semantic search that went through an index: a share of them
-        (`store_breadth_sample`) is checked in the background against the exact scan, and the
-        index's breadth follows what its questions need (`recall.basestore.questions`). One
-        check per index waits at a time; a search that finds one waiting is not sampled."""
-        if through is None or vector is None or self._random.random() >= self.sample:
+        (`store_breadth_sample`: every round(1 / share)-th search through each index) is
+        checked in the background against the exact scan, and the index's breadth follows what
+        its questions need (`recall.basestore.questions`). One check per index waits at a time;
+        a search sampled while one waits is not checked."""
+        if through is None or vector is None or self.sample <= 0:
             return
         ns = prefix if through == "namespace" else EVERY_NAMESPACE
-        self._spawn(f"question:{dims}:{ns}", lambda: self._check(ns, dims, vector))
+        # every round(1 / sample)-th search through the index: the same searches in any run
+        asked = self._asked.get((ns, dims), 0) + 1
+        self._asked[(ns, dims)] = asked
+        if asked % max(1, round(1 / self.sample)) == 0:
+            self._spawn(f"question:{dims}:{ns}", lambda: self._check(ns, dims, vector))
 
     def tally(self, ns: str, dims: int) -> Tally:
         """The questions index (`ns`, `dims`) was checked on since its last calibration."""
