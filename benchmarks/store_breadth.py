@@ -33,11 +33,11 @@ from harness.items import Items, Query, item_text
 from harness.realtext import question_vectors, turn_vectors
 from harness.report import git_revision, machine, publish, table
 from harness.run import counts, parser, run
-from harness.storeload import open_loaded
+from harness.storeload import EF_CONSTRUCTION, open_loaded
 from harness.storephases import OURS, PEER
 from harness.storetables import exact_answer
 from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved
-from langgraph.store.base import BaseStore, SearchItem
+from langgraph.store.base import BaseStore, PutOp, SearchItem
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from langgraph.store.postgres.base import PostgresIndexConfig
 from psycopg import sql
@@ -136,6 +136,10 @@ async def main() -> None:
     options.add_argument("--fit", type=int, default=98, help="questions ours is tuned on")
     options.add_argument("--breadths", default="40,60,80,100,160,250", help="the curves' points")
     options.add_argument("--keep", action="store_true", help="keep the databases for a rerun")
+    options.add_argument(
+        "--ef-construction", type=int, default=EF_CONSTRUCTION, help="our graphs' build breadth"
+    )
+    options.add_argument("--puts", type=int, default=200, help="puts into the largest, in turns")
     args = options.parse_args()
     sizes = [int(v) for v in args.sizes.split(",")]
     breadths = counts(args.breadths, default=PEER_DEFAULT, option="--breadths")
@@ -149,7 +153,13 @@ async def main() -> None:
     items = namespace_items(pool, sizes, rng)
     fit, held = asked(items, fit_q, "fit"), asked(items, held_q, "held")
     # the shapes basestore.py's loader names its databases by
-    shape = argparse_like(items=int(sum(sizes)), namespaces=len(sizes), large=sizes, keep=args.keep)
+    shape = argparse_like(
+        items=int(sum(sizes)),
+        namespaces=len(sizes),
+        large=sizes,
+        keep=args.keep,
+        ef_construction=args.ef_construction,
+    )
     async with AsyncExitStack() as stack:
         ours, _loaded = await open_loaded(stack, OURS, shape, items)
         assert isinstance(ours, RecallStore)
@@ -191,60 +201,67 @@ async def main() -> None:
                     })  # fmt: skip
                     points.setdefault(ns, []).append((b, result))
             del planner._breadth
-        async with peer_at(peer_loaded.url, items, PEER_DEFAULT):
-            pass  # the peer's database back at pgvector's default
+        async with peer_at(peer_loaded.url, items, PEER_DEFAULT) as peer:
+            # single puts into the largest namespace, in turns (the peer at its default)
+            largest = items.namespaces[int(np.argmax(items.sizes))]
+            a, b = rng.integers(0, len(pool), size=(2, args.puts))
+            spare = pool[a] + pool[b]
+            spare /= np.linalg.norm(spare, axis=1, keepdims=True)
+            texts = [f"put-{n}" for n in range(args.puts)]
+            for text, vector in zip(texts, spare, strict=True):
+                items.vectors_of[text] = vector
+            measured = await timed_interleaved({
+                OURS: [put_call(ours, largest, t) for t in texts],
+                PEER: [put_call(peer, largest, t) for t in texts],
+            })  # fmt: skip
+            puts = {
+                system: percentiles(times, [50, 95]) for system, (times, _r) in measured.items()
+            }
+            # taken out again: a kept database holds the items it was loaded with
+            for store in (ours, peer):
+                await store.abatch([PutOp(largest, t, None) for t in texts])
     curves = [row for ns, pts in points.items() for row in curve_rows(ns, pts)]
     checks = sum(t.questions for t in tallies.values())
+    command = (
+        f"python benchmarks/store_breadth.py --sizes {args.sizes} --fit {args.fit} --breadths "
+        f"{args.breadths} --ef-construction {args.ef_construction} --puts {args.puts}"
+    )
+    when = f"{machine()}, commit {revision}, {datetime.now():%Y-%m-%d}"
+    default_headers = ["namespace", "held-out questions", "our breadth (probes -> questions)",
+                       "questions' recall@10 there", "ours p50 / p95 ms", "peer p50 / p95 ms",
+                       "recall@10 ours / peer", "p95 ours/peer", "target"]  # fmt: skip
+    curve_headers = ["namespace", "breadth", "ours p95 ms", "ours recall@10", "peer p95 ms",
+                     "peer recall@10", "ours beats the peer's point"]  # fmt: skip
+    per_check = 1000 * fit_s / max(checks, 1)
     body = f"""## RecallStore's breadth from its questions, and both stores' curves (issue 47)
 
-`python benchmarks/store_breadth.py --sizes {args.sizes} --fit {args.fit} --breadths
-{args.breadths}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}. One namespace of
-each size of real text in each store; LongMemEval's questions split by a seeded shuffle:
-{args.fit} asked of RecallStore with every search checked in the background (its breadth chosen
-from them: {checks} checks in {fit_s:.0f} s, {1000 * fit_s / max(checks, 1):.0f} ms a check with
-its search), {len(held_q)} held out and asked of both, in turns in blocks of {BLOCK} after a
-warm-up pass. recall@10 against the exact top ten, ties included.
+`{command}` on {when}. One namespace of each size of real text in each store; LongMemEval's
+questions split by a seeded shuffle: {args.fit} asked of RecallStore with every search checked
+in the background (its breadth chosen from them: {checks} checks in {fit_s:.0f} s,
+{per_check:.0f} ms a check with its search), {len(held_q)} held out and asked of both, in turns
+in blocks of {BLOCK} after a warm-up pass. recall@10 against the exact top ten, ties included.
 
 At the defaults (ours: the breadth its questions chose; the peer: `hnsw.ef_search` 40):
 
-{
-        table(
-            [
-                "namespace",
-                "held-out questions",
-                "our breadth (probes -> questions)",
-                "questions' recall@10 there",
-                "ours p50 / p95 ms",
-                "peer p50 / p95 ms",
-                "recall@10 ours / peer",
-                "p95 ours/peer",
-                "target",
-            ],
-            rows,
-        )
-    }
+{table(default_headers, rows)}
 
 Curves: both stores at each breadth (`hnsw.ef_search`), the same held-out questions, in turns:
 
-{
-        table(
-            [
-                "namespace",
-                "breadth",
-                "ours p95 ms",
-                "ours recall@10",
-                "peer p95 ms",
-                "peer recall@10",
-                "ours beats the peer's point",
-            ],
-            curves,
-        )
-    }
+{table(curve_headers, curves)}
 
 "Ours beats the peer's point": at some breadth ours reaches the peer's recall@10 for less p95,
 or more recall@10 for no more p95 (issue 47's target for the curves).
+
+{args.puts} single puts into {join(largest)}, in turns: ours p50 / p95 {puts[OURS][0]:.2f} /
+{puts[OURS][1]:.2f} ms, the peer {puts[PEER][0]:.2f} / {puts[PEER][1]:.2f} ms, p95 ratio
+{puts[OURS][1] / puts[PEER][1]:.2f} (target <= 2). Our graphs built with `ef_construction`
+{args.ef_construction} (the peer: pgvector's default, 64).
 """
     publish("store-breadth", body, write=not args.no_write)
+
+
+def put_call(store: BaseStore, namespace: tuple[str, ...], text: str) -> Call:
+    return lambda: store.aput(namespace, text, {"text": text})
 
 
 def fixed(breadth: int) -> Callable[[str, int], int]:

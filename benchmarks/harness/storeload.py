@@ -27,6 +27,7 @@ from .storephases import OURS, PEER
 
 TABLES = {OURS: ("recall.store_items", "recall.store_vectors"), PEER: ("store", "store_vectors")}
 BATCH = 2000  # puts per `abatch` when loading
+EF_CONSTRUCTION = Settings().hnsw_ef_construction  # the setting's default
 
 
 @dataclass
@@ -56,17 +57,24 @@ def database_name(system: str, args: argparse.Namespace) -> str:
     who = "recall" if system == OURS else "langgraph"
     large = "_".join(str(n) for n in args.large)
     data = "_real" if args.data == "real" else ""
-    return f"recall_bench_basestore{data}_{who}_{args.items}_{args.namespaces}_{large}"
+    # our graph built with another ef_construction than the setting's default is another load
+    built = getattr(args, "ef_construction", None)
+    efc = f"_efc{built}" if system == OURS and built not in (None, EF_CONSTRUCTION) else ""
+    return f"recall_bench_basestore{data}_{who}_{args.items}_{args.namespaces}_{large}{efc}"
 
 
 @asynccontextmanager
-async def opened(system: str, url: str, items: Items) -> AsyncIterator[BaseStore]:
+async def opened(
+    system: str, url: str, items: Items, ef_construction: int = EF_CONSTRUCTION
+) -> AsyncIterator[BaseStore]:
     """One store on `url`, with the shared `embed` (the precomputed vectors), open until the
-    block ends."""
+    block ends (ours building its graphs with `ef_construction`)."""
     if system == OURS:
         index: IndexConfig = {"dims": DIMS, "embed": items.embed, "fields": ["text"]}
         # the query cache off: the peer has none, and each search's embed call is timed
-        settings = Settings(database_url=url, embedding_cache_ttl=0)
+        settings = Settings(
+            database_url=url, embedding_cache_ttl=0, hnsw_ef_construction=ef_construction
+        )
         async with RecallStore.connect(url, index=index, settings=settings) as ours:
             yield ours
     else:
@@ -102,7 +110,8 @@ async def open_loaded(
     url, existed = (await kept_database(name)) if args.keep else ("", False)
     reuse = existed and await item_count(url, TABLES[system][0]) == int(items.sizes.sum())
     url = url if reuse else await fresh_database(name)
-    store = await stack.enter_async_context(opened(system, url, items))
+    built = getattr(args, "ef_construction", None) or EF_CONSTRUCTION
+    store = await stack.enter_async_context(opened(system, url, items, built))
     load_s = None if reuse else await load(system, store, items, url)
     print(f"{system}: {'reused' if load_s is None else f'loaded in {load_s:.0f} s'}", flush=True)
     return store, Loaded(url, load_s)

@@ -45,7 +45,7 @@ from recall.db.calibration import (
 )
 from recall.db.items import prefix_size
 from recall.db.rls import as_owner
-from recall.db.sql import fetch_value
+from recall.db.sql import fetch_value, run
 from recall.db.storeindex import (
     EVERY_NAMESPACE,
     Breadth,
@@ -309,10 +309,12 @@ class IndexPlanner:
         breadths = [b for b in LADDER if b <= current] + wider
         try:
             async with self._pool.connection() as conn, as_owner(conn):
-                question = await question_of(conn, ns, dims, vector)
-                if question is None:
-                    return
-                found = await question_found(conn, ns, dims, question, breadths)
+                async with conn.transaction():  # the exact and indexed scans in one snapshot
+                    await run(conn, "repeatable_read")
+                    question = await question_of(conn, ns, dims, vector)
+                    if question is None:
+                        return
+                    found = await question_found(conn, ns, dims, question, breadths)
                 tally = self.tally(ns, dims)
                 tally.add(found, question.want)
                 chosen = tally.decide(current, LADDER, TARGET)
