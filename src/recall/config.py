@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast, get_args
 
 from recall.errors import ConfigError
+from recall.limits import MAX_LIMIT
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -205,7 +206,11 @@ class Settings:
     def __post_init__(self) -> None:
         self._take_old_mode()
         checks: list[tuple[str, bool, str]] = [
-            ("max_memories", self.max_memories >= 1, "must be >= 1"),
+            (
+                "max_memories",
+                1 <= self.max_memories <= MAX_LIMIT,
+                f"must be between 1 and {MAX_LIMIT}: the store refuses a larger limit",
+            ),
             (
                 "similarity_threshold",
                 0.0 <= self.similarity_threshold <= 1.0,

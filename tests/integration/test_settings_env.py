@@ -33,6 +33,7 @@ from recall.creation.consolidate import Consolidator
 from recall.creation.extraction import RunnableExtractor
 from recall.embeddings import MiniLMEmbeddings, configured_embeddings
 from recall.errors import ConfigError, InvalidInputError, MigrationError
+from recall.limits import MAX_LIMIT
 from recall.metrics import AlertRules, RetrievalMetrics
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.search.provenance import Provenance
@@ -353,6 +354,13 @@ async def test_recall_max_memories(env: ProcessEnv, user: str) -> None:
         await add_facts(store, user, 6)
         out = await create_retrieve_memories_node(store)(ask("my dog Max fact"), config(user))
     assert len(out["retrieved_memories"]) == 5
+    # issue 48: a limit the store would refuse at every search fails when the process starts,
+    # instead of every retrieval being turned into "no memories"
+    env.setenv("RECALL_MAX_MEMORIES", str(MAX_LIMIT + 1))
+    with pytest.raises(ConfigError, match=f"RECALL_MAX_MEMORIES={MAX_LIMIT + 1} is invalid"):
+        Settings.from_env()
+    env.setenv("RECALL_MAX_MEMORIES", str(MAX_LIMIT))
+    assert Settings.from_env().max_memories == MAX_LIMIT
 
 
 async def test_recall_similarity_threshold(env: ProcessEnv, user: str) -> None:

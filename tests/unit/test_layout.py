@@ -17,6 +17,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "recall"
 FLOORS: dict[str, int] = {
     "config": 0,
     "errors": 0,
+    "limits": 0,
     "memory": 0,
     "messages": 0,
     "metrics": 0,

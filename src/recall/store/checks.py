@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from recall.errors import InvalidInputError
+from recall.limits import MAX_LIMIT, check_limit
 from recall.memory import clean_id
 
 __all__ = [
@@ -17,19 +18,6 @@ __all__ = [
     "memory_key",
     "memory_uuid",
 ]
-
-MAX_LIMIT = 1000
-
-
-def check_limit(limit: object, name: str = "limit") -> int:
-    """`limit` if it is an integer from 1 to `MAX_LIMIT`.
-
-    Raises:
-        InvalidInputError: it is not.
-    """
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInputError(f"{name} must be an integer between 1 and {MAX_LIMIT}")
-    return limit
 
 
 def check_threshold(threshold: object) -> float:
