@@ -209,7 +209,7 @@ class Settings:
             (
                 "max_memories",
                 1 <= self.max_memories <= MAX_LIMIT,
-                f"must be between 1 and {MAX_LIMIT}: the store refuses a larger limit",
+                f"must be between 1 and {MAX_LIMIT} (the store's limit on one call)",
             ),
             (
                 "similarity_threshold",

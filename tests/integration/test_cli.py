@@ -262,7 +262,13 @@ def test_chat_takes_its_limit_from_settings(
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("RECALL_MAX_MEMORIES", "0", "error: RECALL_MAX_MEMORIES=0 is invalid: must be >= 1"),
+        ("RECALL_MAX_MEMORIES", "0", "error: RECALL_MAX_MEMORIES=0 is invalid: must be between"),
+        # issue 48: the store refuses more than 1000 at every search; the process must not start
+        (
+            "RECALL_MAX_MEMORIES",
+            "2000",
+            "error: RECALL_MAX_MEMORIES=2000 is invalid: must be between 1 and 1000",
+        ),
         ("RECALL_HNSW_M", "abc", "error: RECALL_HNSW_M='abc' is invalid: invalid literal"),
         ("RECALL_LOG_LEVEL", "loud", "error: RECALL_LOG_LEVEL='loud' is invalid: must be DEBUG"),
     ],
