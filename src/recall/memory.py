@@ -24,6 +24,7 @@ __all__ = [
     "Turn",
     "clean_id",
     "clean_text",
+    "content_hash",
     "embedding_text",
     "library_bytes",
     "make_turn",
@@ -264,6 +265,21 @@ def _clean_created_at(value: object) -> datetime | None:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def content_hash(
+    user_id: str, conversation_id: str | None, user_message: str, ai_response: str, kind: str
+) -> bytes:
+    """What makes a memory the same memory (`Turn.content_hash`): its user, conversation,
+    cleaned texts and, for a note or summary, its kind. Storing a turn with a hash the user
+    already holds stores nothing."""
+    return hashlib.sha256(
+        json.dumps(
+            [user_id, conversation_id, user_message, ai_response]
+            + ([] if kind == "turn" else [kind]),
+            ensure_ascii=False,
+        ).encode("utf-8")
+    ).digest()
+
+
 def make_turn(
     user_id: object,
     user_message: object,
@@ -298,12 +314,7 @@ def make_turn(
     else:
         ai_text = clean_text(ai_response, "ai_response", max_length=max_length, cut=cut)
     meta, meta_json = _clean_metadata(metadata, max_metadata_bytes, max_length)
-    digest = hashlib.sha256(
-        json.dumps(
-            [uid, cid, user_text, ai_text] + ([] if kind == "turn" else [kind]),
-            ensure_ascii=False,
-        ).encode("utf-8")
-    ).digest()
+    digest = content_hash(uid, cid, user_text, ai_text, kind)
     return Turn(
         user_id=uid,
         user_message=user_text,

@@ -11,7 +11,7 @@ import structlog
 from recall.db.memories import add_turn, count_repeat
 from recall.embeddings import Vector
 from recall.errors import StoreError
-from recall.memory import Memory, MemoryRow, Turn, embedding_text
+from recall.memory import Memory, MemoryRow, Turn, content_hash, embedding_text
 from recall.search.provenance import near_duplicate
 from recall.search.ranking import row_memory
 from recall.store.core import StoreCore
@@ -26,14 +26,11 @@ NEAREST = 10
 
 
 def _same_turn(turn: Turn, row: MemoryRow) -> bool:
-    """Whether `row` is `turn` itself: the fields its content hash is made of are equal
-    (`recall.memory.make_turn`)."""
-    return (
-        row.kind == turn.kind
-        and row.conversation_id == turn.conversation_id
-        and row.user_message == turn.user_message
-        and row.ai_response == turn.ai_response
+    """Whether `row` (one of the user's memories) is `turn` itself: it has its content hash."""
+    own = content_hash(
+        turn.user_id, row.conversation_id, row.user_message, row.ai_response, row.kind
     )
+    return own == turn.content_hash
 
 
 class Repeats:
