@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -31,7 +31,9 @@ def stats(
 ) -> None:
     """Show memory counts per user size bucket, and a running server's retrieval metrics."""
 
-    async def work(store: MemoryStore) -> tuple[Any, ...]:
+    async def work(
+        store: MemoryStore,
+    ) -> tuple[dict[str, int], list[tuple[str, int, int]], str, StoreIndexes]:
         async with store.connection(all_users=True, read=True) as conn:
             indexes = await read_store_indexes(conn)
         return await store.stats(), await store.user_buckets(), store.embedder.name, indexes

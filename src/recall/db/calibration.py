@@ -55,15 +55,14 @@ SAME = 1e-6  # distances this close to the tenth count as ties
 
 
 @dataclass(frozen=True, slots=True)
-class _Probe:
+class Question:
+    """A question asked of an index (a calibration probe, or a real search's vector), with its
+    exact nearest (`truth`, ties at the tenth included) and how many of them a search must find
+    (`want`: ten, or the index's size)."""
+
     vector: Any
     truth: frozenset[tuple[str, str, str, int]]
     want: int
-
-
-Question = _Probe
-"""A question asked of an index, with its exact nearest (`truth`, ties at the tenth included)
-and how many of them a search must find (`want`: ten, or the index's size)."""
 
 
 def _near(ns: str) -> sql.Composable:
@@ -84,7 +83,7 @@ def _keys(rows: list[tuple[Any, ...]]) -> list[tuple[tuple[str, str, str, int], 
     return sorted(found, key=lambda f: f[1])
 
 
-async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[_Probe]:
+async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[Question]:
     near = _near(ns)
     cur = await conn.execute(
         _composed("store_calibration_sample", near=near), {"dims": dims, "sample": BLEND * SAMPLE}
@@ -119,7 +118,7 @@ async def question_of(
     want = min(K, len(nearest))
     tenth = nearest[want - 1][1]
     truth = frozenset(row for row, distance in nearest if distance <= tenth + SAME)
-    return _Probe(vector, truth, want)
+    return Question(vector, truth, want)
 
 
 def _indexed(ns: str, dims: int) -> sql.Composed:
@@ -131,7 +130,7 @@ def _indexed(ns: str, dims: int) -> sql.Composed:
     )
 
 
-async def _hits(conn: AsyncConnection[Any], statement: sql.Composed, probe: _Probe) -> int:
+async def _hits(conn: AsyncConnection[Any], statement: sql.Composed, probe: Question) -> int:
     """How many of `probe`'s exact nearest the index finds among its first ten (of the
     `CANDIDATES` a search re-checks), at the breadth set on `conn`."""
     cur = await conn.execute(statement, {"query": probe.vector, "k": CANDIDATES}, prepare=False)
@@ -154,7 +153,7 @@ async def question_found(
 
 
 async def _recall(
-    conn: AsyncConnection[Any], ns: str, dims: int, probes: list[_Probe], ef_search: int
+    conn: AsyncConnection[Any], ns: str, dims: int, probes: list[Question], ef_search: int
 ) -> tuple[float, float]:
     """The probes' mean recall@10 at `ef_search`, and its one-sided 95% lower bound."""
     statement = _indexed(ns, dims)
