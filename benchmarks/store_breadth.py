@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 from harness.items import Items, Query, item_text
-from harness.realtext import question_vectors, turn_vectors
+from harness.realtext import namespace_rows, question_vectors, turn_vectors
 from harness.report import git_revision, machine, publish, table
 from harness.run import counts, parser, run
 from harness.storeload import EF_CONSTRUCTION, open_loaded
@@ -52,15 +52,9 @@ DIMS = 384
 
 
 def namespace_items(pool: np.ndarray, sizes: list[int], rng: np.random.Generator) -> Items:
-    """One namespace per size, its rows distinct turns of `pool` (then midpoints of two)."""
-    parts = []
-    for size in sizes:
-        if size <= len(pool):
-            parts.append(pool[rng.choice(len(pool), size=size, replace=False)])
-        else:
-            a, b = rng.integers(0, len(pool), size=(2, size - len(pool)))
-            mids = pool[a] + pool[b]
-            parts.append(np.vstack([pool, mids / np.linalg.norm(mids, axis=1, keepdims=True)]))
+    """One namespace per size, its rows distinct turns of `pool` (then midpoints of two), as
+    `benchmarks/basestore.py --data real` makes a namespace's."""
+    parts = [namespace_rows(pool, size, rng)[0] for size in sizes]
     vectors = np.vstack(parts).astype(np.float32)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     namespaces: list[tuple[str, ...]] = [("breadth", f"n{size}") for size in sizes]

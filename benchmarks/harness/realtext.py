@@ -45,7 +45,7 @@ def question_vectors() -> tuple[list[str], np.ndarray]:
     return questions, vectors
 
 
-def _rows(pool: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+def namespace_rows(pool: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
     """`size` rows for one namespace: distinct turns, then midpoints once the turns run out;
     how many are midpoints."""
     if size <= len(pool):
@@ -77,7 +77,7 @@ def real_items(
     count = len(sizes)
     parts, midpoints = [], 0
     for size in sizes:
-        rows, extra = _rows(pool, int(size), rng)
+        rows, extra = namespace_rows(pool, int(size), rng)
         parts.append(rows)
         midpoints += extra
     vectors = np.vstack(parts)
