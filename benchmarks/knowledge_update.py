@@ -31,6 +31,7 @@ from harness.run import parser, run
 from recall.config import Settings
 from recall.search.ranking import cosine
 from recall.search.restatements import arrange
+from recall.search.verdict import Verdict
 from recall.store import MemoryStore
 
 LIMIT = 3
@@ -78,7 +79,7 @@ async def main() -> None:
                 scored = stage.score(record.question, vector, rows, near, now=record.asked)
                 nearness = [cosine(r.distance) or 0.0 for r in rows]
                 new = arrange(record.question, rows, scored.order, scored.scores, nearness,
-                              THRESHOLD, LIMIT)  # fmt: skip
+                              Verdict("hybrid", THRESHOLD), LIMIT)  # fmt: skip
                 got = {
                     "today": [str(rows[i].id) for i in plain(scored.order, scored.scores)],
                     "issue 37": [str(rows[i].id) for i, _s in new],

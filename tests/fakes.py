@@ -7,6 +7,7 @@ from typing import Any
 
 from recall.config import Settings
 from recall.memory import Memory
+from recall.search.verdict import Verdict
 from recall.store.results import SearchResult
 
 
@@ -26,7 +27,7 @@ class FailingStore:
         await asyncio.sleep(self.delay)
         if self.exc is not None:
             raise self.exc
-        return SearchResult(self.settings.mode, self.settings.max_memories, 0.5, True, ())
+        return SearchResult(self.settings.max_memories, Verdict(self.settings.mode, 0.5), ())
 
 
 def provider(obj: Any) -> Any:

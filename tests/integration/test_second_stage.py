@@ -4,6 +4,7 @@ with the fake embedder and hand-made weights."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -335,3 +336,33 @@ async def test_a_search_reads_the_time_a_message_names_from_the_moment_given(
     assert ages and ages[0].startswith("It was said 15 days ago")  # Lake Tahoe, from `now`
     with pytest.raises(InvalidInputError, match="now"):
         await fake_store.search(user, text, now="yesterday")  # type: ignore[arg-type]
+
+
+async def test_a_changed_threshold_moves_the_gate_line_and_the_verdict(
+    bge_store: MemoryStore, user: str
+) -> None:
+    """Issue 48: one verdict (`recall.search.verdict.Verdict`) words the gate and the verdict
+    from the threshold the search used, and decides what passes: at 0.5 small talk gets
+    nothing and both lines say so; at a lower threshold the same gate opens, and both lines
+    move together."""
+    await told(bge_store, user)
+    passed = {}
+    for threshold in (0.5, 0.3, 0.01):
+        result = await bge_store.find(
+            user, "good morning!", similarity_threshold=threshold, explain=True, kept_out=True,
+            now=ASKED,
+        )  # fmt: skip
+        assert result.found and result.verdict.threshold == threshold
+        for f in result.found:
+            raw = f.memory.explanation
+            assert raw is not None
+            gate = next(w for w in f.why if w.startswith("The gate"))
+            opened = gate.startswith("The gate opened")
+            assert opened == (raw["gate"] >= math.log(threshold / (1 - threshold)))
+            if not opened:
+                assert f"nothing passes the threshold {threshold:g}" in gate
+            assert f"the threshold {threshold:g}" in f.why[-1]
+            assert f.why[-1].endswith("it is returned.") == f.passes
+            assert f.passes <= opened  # nothing passes a shut gate
+        passed[threshold] = any(f.passes for f in result.found)
+    assert not passed[0.5] and passed[0.01]

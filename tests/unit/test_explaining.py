@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from recall.memory import Memory
+from recall.search.verdict import Verdict
 from recall.store.explaining import raw_lines, reasons
 
 NOW = datetime(2026, 11, 27, 12, tzinfo=UTC)
@@ -39,9 +40,12 @@ def _raw(gate: float, match: float, intent: float) -> dict[str, object]:
 
 def test_words_meaning_age_and_verdict() -> None:
     why = reasons(
-        "what is my dog called?", _memory(0.9), passes=True, mode="semantic", threshold=0.5,
+        "what is my dog called?",
+        _memory(0.9),
+        passes=True,
+        verdict=Verdict("semantic", 0.5),
         now=NOW,
-    )  # fmt: skip
+    )
     assert why[0] == 'It holds 1 of the message\'s 2 words: "dog".'
     assert why[1] == "In meaning it is close to the message (similarity 0.74)."
     assert why[2] == "It was said 3 days ago (2026-11-24)."
@@ -49,29 +53,38 @@ def test_words_meaning_age_and_verdict() -> None:
 
 
 def test_keyword_mode_has_no_threshold() -> None:
-    why = reasons("Max", _memory(0.2), passes=True, mode="keyword", threshold=0.5, now=NOW)
+    why = reasons("Max", _memory(0.2), passes=True, verdict=Verdict("keyword", 0.5), now=NOW)
     assert "the threshold does not apply in keyword mode, so it is returned" in why[-1]
 
 
 def test_the_gate_in_words() -> None:
     opened = reasons(
-        "what is my dog called?", _memory(0.9, _raw(1.0, 1.0, 2.0)), passes=True, mode="hybrid",
-        threshold=0.5, now=NOW,
-    )  # fmt: skip
+        "what is my dog called?",
+        _memory(0.9, _raw(1.0, 1.0, 2.0)),
+        passes=True,
+        verdict=Verdict("hybrid", 0.5),
+        now=NOW,
+    )
     assert opened[3].startswith("The gate opened")
     assert "how many of the message's words the memories hold at all (+1.20)" in opened[3]
     assert "the message's words it holds (+1.50)" in opened[4]
     assert not any("bm25" in w or "coverage" in w for w in opened)  # no feature names
     asks_nothing = reasons(
-        "thanks!", _memory(0.1, _raw(-2.0, 1.0, -2.0)), passes=False, mode="hybrid",
-        threshold=0.5, now=NOW,
-    )  # fmt: skip
+        "thanks!",
+        _memory(0.1, _raw(-2.0, 1.0, -2.0)),
+        passes=False,
+        verdict=Verdict("hybrid", 0.5),
+        now=NOW,
+    )
     assert "does not read as asking about something said before" in asks_nothing[3]
     assert asks_nothing[-1] == "Relevance 0.100 is under the threshold 0.5: it is kept out."
     unanswered = reasons(
-        "what is my cat called?", _memory(0.1, _raw(-1.0, -1.0, 2.0)), passes=False,
-        mode="hybrid", threshold=0.5, now=NOW,
-    )  # fmt: skip
+        "what is my cat called?",
+        _memory(0.1, _raw(-1.0, -1.0, 2.0)),
+        passes=False,
+        verdict=Verdict("hybrid", 0.5),
+        now=NOW,
+    )
     assert unanswered[3].startswith("The gate stayed shut: no memory looks like it answers")
     assert "how close the nearest memories are in meaning (-0.40)" in unanswered[3]
 
@@ -79,7 +92,7 @@ def test_the_gate_in_words() -> None:
 def test_ages_in_words() -> None:
     def age(delta: timedelta) -> str:
         memory = Memory("m", "x", "y", None, None, NOW - delta)
-        why = reasons("x", memory, passes=True, mode="keyword", threshold=0.5, now=NOW)
+        why = reasons("x", memory, passes=True, verdict=Verdict("keyword", 0.5), now=NOW)
         return why[1]
 
     assert age(timedelta(minutes=5)).startswith("It was said less than an hour ago")
@@ -90,7 +103,7 @@ def test_ages_in_words() -> None:
 
 
 def test_raw_parts_keep_the_feature_names() -> None:
-    lines = raw_lines(_raw(1.0, 1.0, 2.0), 0.5)
+    lines = raw_lines(_raw(1.0, 1.0, 2.0), Verdict("hybrid", 0.5))
     assert lines[0].startswith("gate +1.00 (below +0.00: nothing passes 0.5)")
     assert lines[1].startswith("gate: coverage +1.20") and "ranker: bm25_qnorm +1.50" in lines[2]
 
@@ -99,27 +112,35 @@ def test_the_gate_line_and_the_verdict_read_the_same_threshold() -> None:
     """The gate's words used a literal 0.5: at threshold 0.3 a gate of -0.5 (best score 0.38)
     was "shut, nothing passes the threshold 0.5" beside "reaches the threshold 0.3"."""
     memory = _memory(0.38, _raw(-0.5, -0.5, 2.0))
-    at_half = reasons("what is my cat called?", memory, passes=False, mode="hybrid",
-                      threshold=0.5, now=NOW)  # fmt: skip
+    at_half = reasons(
+        "what is my cat called?", memory, passes=False, verdict=Verdict("hybrid", 0.5), now=NOW
+    )
     assert at_half[3].startswith("The gate stayed shut") and "threshold 0.5" in at_half[3]
-    lower = reasons("what is my cat called?", memory, passes=True, mode="hybrid",
-                    threshold=0.3, now=NOW)  # fmt: skip
+    lower = reasons(
+        "what is my cat called?", memory, passes=True, verdict=Verdict("hybrid", 0.3), now=NOW
+    )
     assert lower[3].startswith("The gate opened")
     assert lower[-1] == "Relevance 0.380 reaches the threshold 0.3: it is returned."
-    assert "nothing passes 0.3" in raw_lines(memory.explanation or {}, 0.3)[0]
+    assert "nothing passes 0.3" in raw_lines(memory.explanation or {}, Verdict("hybrid", 0.3))[0]
 
 
 def test_a_turn_the_intent_opened_says_so() -> None:
     """Decision 0039: a question about the user's life opens a turn's gate though no memory
     matches it in words; the sentence says that, not that some memory answers it."""
     memory = _memory(0.6, _raw(0.5, -0.8, 0.8))  # (match + 4 * intent + 1) / 5
-    why = reasons("which city am I in?", memory, passes=True, mode="hybrid", threshold=0.5,
-                  now=NOW)  # fmt: skip
+    why = reasons(
+        "which city am I in?", memory, passes=True, verdict=Verdict("hybrid", 0.5), now=NOW
+    )
     assert why[3] == (
         "The gate opened: the message reads as asking about something said before (intent "
         "+0.80), so the best memories are handed over though none matches it closely "
         "(match -0.80)."
     )
-    searched = reasons("city", _memory(0.6, _raw(0.4, 0.4, -1.0)), passes=True, mode="hybrid",
-                       threshold=0.5, now=NOW)  # fmt: skip
+    searched = reasons(
+        "city",
+        _memory(0.6, _raw(0.4, 0.4, -1.0)),
+        passes=True,
+        verdict=Verdict("hybrid", 0.5),
+        now=NOW,
+    )
     assert searched[3].startswith("The gate opened: some memory looks like it answers")

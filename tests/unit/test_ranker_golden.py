@@ -31,6 +31,7 @@ from recall.search.rankers import Query
 from recall.search.ranking import fuse
 from recall.search.restatements import arrange
 from recall.search.second_stage import SecondStage, StageCandidates, second_stage_for
+from recall.search.verdict import Verdict
 from tests.unit.ranker_cases import NOW, Case, cases
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "ranker_golden.json").read_text("utf-8"))
@@ -112,7 +113,9 @@ def check_second_stage(stage: SecondStage, case: Case, want: dict[str, Any]) -> 
     )
     same_values(x.ravel().tolist(), np.asarray(want["rank_features"]).ravel().tolist(), "x")
     near = [1.0 - r.distance for r in case.rows]
-    picked = arrange(case.query, case.rows, ranking.order, ranking.scores, near, 0.5, 10)
+    picked = arrange(
+        case.query, case.rows, ranking.order, ranking.scores, near, Verdict("hybrid", 0.5), 10
+    )
     same_values([s for _i, s in picked], [s for _i, s in want["arranged"]], "arranged scores")
     same_order([i for i, _s in picked], [i for i, _s in want["arranged"]],
                [s for _i, s in want["arranged"]], "arranged")  # fmt: skip

@@ -19,6 +19,7 @@ from recall.search.provenance import (
 )
 from recall.search.restatements import arrange
 from recall.search.slots import slots
+from recall.search.verdict import Verdict
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -136,7 +137,7 @@ def run(
 ) -> list[Row]:
     order = sorted(range(len(rows)), key=lambda i: -scores[i])
     near = nearness or [0.5] * len(rows)
-    picked = arrange(query, rows, order, scores, near, 0.5, limit)
+    picked = arrange(query, rows, order, scores, near, Verdict("hybrid", 0.5), limit)
     return [rows[i] for i, _s in picked]
 
 

@@ -75,5 +75,5 @@ def print_explained(result: SearchResult, as_json: bool, raw: bool = False) -> N
             if m.explanation is None:
                 typer.echo("  raw: none (this mode has no second stage)")
             else:
-                for line in raw_lines(m.explanation, result.threshold):
+                for line in raw_lines(m.explanation, result.verdict):
                     typer.echo(f"  raw {line}")

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from recall.search.echo import is_question, terms
 from recall.search.provenance import Provenance, said
 from recall.search.slots import slots
+from recall.search.verdict import Verdict
 
 __all__ = ["CHANGE", "NEAR_MARGIN", "Candidate", "arrange"]
 
@@ -192,7 +193,7 @@ def arrange(
     order: Sequence[int],
     scores: Sequence[float],
     nearness: Sequence[float],
-    threshold: float,
+    verdict: Verdict,
     limit: int,
 ) -> list[tuple[int, float]]:
     """The memories to show, as (index into `rows`, score), best first.
@@ -204,13 +205,13 @@ def arrange(
             threshold: a source or a newer statement may come from below it).
         scores: each row's score, by index.
         nearness: each row's cosine similarity to the query, by index.
-        threshold: a slot is opened only by a candidate scoring at least this.
+        verdict: a slot is opened only by a candidate whose score passes it.
         limit: slots at most.
     """
     state = _Arrangement(query, rows, order, scores, nearness, limit)
     for i in order:
         score = scores[i]
-        if score < threshold or len(state.out) >= limit:
+        if not verdict.passes(score) or len(state.out) >= limit:
             break
         head = state.head(i)
         if head is None:

@@ -7,14 +7,13 @@ inspector show them as they are, with the raw parts of the score (`Memory.explan
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from recall.config import RetrievalMode
 from recall.memory import Memory
 from recall.search.echo import terms
+from recall.search.verdict import Verdict
 
 __all__ = ["NEAR", "raw_lines", "reasons"]
 
@@ -108,19 +107,9 @@ def _age(at: datetime, now: datetime) -> str:
     return f"It was said {n} {unit}{'' if n == 1 else 's'} ago ({at:%Y-%m-%d})."
 
 
-def _opens(threshold: float) -> float:
-    """The gate logit at which the best candidate's score, sigmoid(gate), reaches `threshold`
-    (0 for 0.5): the gate is open at the threshold the search used, not at a fixed 0.5."""
-    if threshold <= 0.0:
-        return -math.inf
-    if threshold >= 1.0:
-        return math.inf
-    return math.log(threshold / (1.0 - threshold))
-
-
-def _gate(raw: Mapping[str, Any], threshold: float) -> str:
+def _gate(raw: Mapping[str, Any], verdict: Verdict) -> str:
     gate, match, intent = float(raw["gate"]), float(raw["match"]), float(raw["intent"])
-    if gate >= _opens(threshold):
+    if verdict.gate_open(gate):
         if gate != match and match < 0.0:  # a turn the intent opened (decision 0039)
             return (
                 "The gate opened: the message reads as asking about something said before "
@@ -133,32 +122,13 @@ def _gate(raw: Mapping[str, Any], threshold: float) -> str:
     if gate != match and intent < match:
         return (
             "The gate stayed shut: the message does not read as asking about something said "
-            f"before (intent {intent:+.2f}), so nothing passes the threshold {threshold:g}."
+            f"before (intent {intent:+.2f}), so {verdict.nothing_passes}."
         )
     why = _strongest(raw["gate_parts"], -1.0, gate=True)
     return (
         "The gate stayed shut: no memory looks like it answers the message, mostly because of "
-        f"{why}, so nothing passes the threshold {threshold:g}."
+        f"{why}, so {verdict.nothing_passes}."
     )
-
-
-def _verdict(memory: Memory, passes: bool, mode: RetrievalMode, threshold: float) -> str:
-    score = memory.score
-    if mode == "keyword":
-        return (
-            f"Keyword score {score or 0.0:.2f} (BM25): the threshold does not apply in "
-            "keyword mode, so it is returned."
-        )
-    what = "Similarity" if mode == "semantic" else "Relevance"
-    value = 0.0 if score is None else score
-    if passes:
-        return f"{what} {value:.3f} reaches the threshold {threshold:g}: it is returned."
-    if value >= threshold:
-        return (
-            f"{what} {value:.3f} reaches the threshold {threshold:g}, but it is kept out: a "
-            "memory saying the same, or a newer one, takes its place, or the limit is full."
-        )
-    return f"{what} {value:.3f} is under the threshold {threshold:g}: it is kept out."
 
 
 def reasons(
@@ -166,8 +136,7 @@ def reasons(
     memory: Memory,
     *,
     passes: bool,
-    mode: RetrievalMode,
-    threshold: float,
+    verdict: Verdict,
     now: datetime,
 ) -> tuple[str, ...]:
     """Why `memory` scored what it did for `query` and whether it passes, in sentences for
@@ -178,8 +147,8 @@ def reasons(
         memory: a memory the search found (its `score`, `similarity` and, in the default mode
             with the second stage, `explanation`).
         passes: whether the store returns it.
-        mode: the mode the search used.
-        threshold: the threshold the search used.
+        verdict: the search's rule (its mode and threshold), which also words the gate and
+            the verdict.
         now: when the search ran (for "how recent").
 
     Returns:
@@ -193,21 +162,20 @@ def reasons(
     out.append(_age(memory.created_at, now))
     raw = memory.explanation
     if raw is not None:
-        out.append(_gate(raw, threshold))
+        out.append(_gate(raw, verdict))
         helped = _strongest(raw["ranker"], 1.0, gate=False)
         out.append(f"Its place among the candidates came mostly from {helped}.")
-    elif mode == "hybrid":
+    elif verdict.mode == "hybrid":
         out.append("Its relevance fuses its meaning and keyword ranks (no second stage).")
-    out.append(_verdict(memory, passes, mode, threshold))
+    out.append(verdict.words(memory.score, passes))
     return tuple(out)
 
 
-def raw_lines(raw: Mapping[str, Any], threshold: float) -> list[str]:
+def raw_lines(raw: Mapping[str, Any], verdict: Verdict) -> list[str]:
     """The raw parts of a second-stage score (`Memory.explanation`), five per model, as
-    `recall search --explain-raw` prints them for a search at `threshold`."""
+    `recall search --explain-raw` prints them for a search under `verdict`."""
     lines = [
-        f"gate {raw['gate']:+.2f} (below {_opens(threshold):+.2f}: nothing passes "
-        f"{threshold:g}), match {raw['match']:+.2f}, "
+        f"{verdict.gate_line(float(raw['gate']))}, match {raw['match']:+.2f}, "
         f"intent {raw['intent']:+.2f}; logit {raw['logit']:+.2f} (best {raw['best_logit']:+.2f})"
     ]
     for title, parts in (("gate", raw["gate_parts"]), ("ranker", raw["ranker"])):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from recall.config import RetrievalMode
 from recall.memory import Memory
+from recall.search.verdict import Verdict
 
 __all__ = ["Found", "SearchResult"]
 
@@ -39,21 +40,32 @@ class SearchResult:
     """A search's answer: what it resolved and what it found.
 
     Attributes:
-        mode: the mode it searched in (the caller's, else the store's default).
         limit: the most memories it returns (the caller's, else the store's default).
-        threshold: the threshold it applied (the caller's, else the store's default); see
-            `threshold_applies`.
-        threshold_applies: False in keyword mode, where BM25 has no fixed scale and every
-            memory found up to the limit passes.
+        verdict: the rule it applied: its mode (the caller's, else the store's default) and
+            threshold (likewise), which decided which memories pass (`recall.search.verdict`).
         found: the memories, those that pass first (best first), then, when asked for
             (`kept_out=True`), the best the store keeps out, up to `limit` in all.
     """
 
-    mode: RetrievalMode
     limit: int
-    threshold: float
-    threshold_applies: bool
+    verdict: Verdict
     found: tuple[Found, ...]
+
+    @property
+    def mode(self) -> RetrievalMode:
+        """The mode it searched in."""
+        return self.verdict.mode
+
+    @property
+    def threshold(self) -> float:
+        """The threshold it used; see `threshold_applies`."""
+        return self.verdict.threshold
+
+    @property
+    def threshold_applies(self) -> bool:
+        """False in keyword mode, where BM25 has no fixed scale and every memory found up to
+        the limit passes."""
+        return self.verdict.applies
 
     @property
     def memories(self) -> list[Memory]:

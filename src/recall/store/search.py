@@ -22,6 +22,7 @@ from recall.search.rankers import Query
 from recall.search.ranking import cosine, fuse, row_memory
 from recall.search.restatements import Candidate, arrange
 from recall.search.second_stage import SecondStage, StageCandidates
+from recall.search.verdict import Verdict
 from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates, answered
 from recall.store.checks import check_limit, check_now, check_threshold
 from recall.store.core import StoreCore
@@ -31,10 +32,8 @@ from recall.store.results import Found, SearchResult
 __all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Search"]
 
 
-def _with_reasons(
-    text: str, found: Found, mode: RetrievalMode, threshold: float, now: datetime
-) -> Found:
-    why = reasons(text, found.memory, passes=found.passes, mode=mode, threshold=threshold, now=now)
+def _with_reasons(text: str, found: Found, verdict: Verdict, now: datetime) -> Found:
+    why = reasons(text, found.memory, passes=found.passes, verdict=verdict, now=now)
     return replace(found, why=why)
 
 
@@ -169,25 +168,28 @@ class Search:
             else similarity_threshold
         )
         used = self.core.settings.mode if mode is None else parse_mode(mode, InvalidInputError)
+        verdict = Verdict(used, threshold)
         asked = check_now(now)
         vector, terms = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
             rows = answered(
                 await self.candidates.bm25_rows(uid, query_text, vector, limit + ECHO_SLACK)
             )
-            found = [Found(row_memory(r, score=r.bm25), True) for r in rows[:limit]]
+            found = [
+                Found(memory, verdict.passes(memory.score))
+                for memory in (row_memory(r, score=r.bm25) for r in rows[:limit])
+            ]
         else:
-            floor = 0.0 if kept_out else threshold
             ranked = await self._ranked(
-                uid, query_text, vector, used, limit, threshold, floor, terms, asked, intent
+                uid, query_text, vector, verdict, limit, kept_out, terms, asked, intent
             )
             if ranked is None:
                 found = []
             else:
-                found = self._found(query_text, ranked, threshold, limit, explain, kept_out)
+                found = self._found(query_text, ranked, verdict, limit, explain, kept_out)
         if explain:
-            found = [_with_reasons(query_text, f, used, threshold, asked) for f in found]
-        return SearchResult(used, limit, threshold, used != "keyword", tuple(found))
+            found = [_with_reasons(query_text, f, verdict, asked) for f in found]
+        return SearchResult(limit, verdict, tuple(found))
 
     async def _query(
         self, uid: str, text: str, mode: RetrievalMode, given: Vector | None
@@ -211,27 +213,29 @@ class Search:
         uid: str,
         text: str,
         vector: Vector,
-        mode: RetrievalMode,
+        verdict: Verdict,
         limit: int,
-        threshold: float,
-        floor: float,
+        kept_out: bool,
         terms: list[TermRow] | None,
         now: datetime,
         intent: bool,
     ) -> _Ranked | None:
         """The candidates of semantic or hybrid mode, ranked (None: the second stage found
-        none); in semantic mode only those with a cosine of `floor` at least (`threshold`,
-        or 0 to see what it keeps out); `now`: when the message is asked; `intent`: whether
-        the gate reads the message's intent (`search`)."""
+        none); in semantic mode only those that pass `verdict` (with `kept_out`, any: to see
+        what it keeps out); `now`: when the message is asked; `intent`: whether the gate reads
+        the message's intent (`search`)."""
         # a few more rows than asked for: echoes of the query are dropped (recall.search.echo)
-        if mode == "semantic":
+        if verdict.mode == "semantic":
             fetch = limit + ECHO_SLACK
-            rows = answered(await self.candidates.vector_search(uid, vector, fetch, 1.0 - floor))
+            fetched = verdict.at(0.0) if kept_out else verdict
+            rows = answered(
+                await self.candidates.vector_search(uid, vector, fetch, fetched.max_distance)
+            )
             sims = [cosine(r.distance) or 0.0 for r in rows]
             # the rows' distances grow: those a search at the threshold fetches come first
             within = None
-            if floor != threshold:
-                within = sum(r.distance is not None and r.distance <= 1.0 - threshold for r in rows)
+            if fetched != verdict:
+                within = sum(verdict.within(r.distance) for r in rows)
             return _Ranked(
                 rows,
                 range(len(rows)),
@@ -268,21 +272,22 @@ class Search:
         self,
         text: str,
         ranked: _Ranked,
-        threshold: float,
+        verdict: Verdict,
         limit: int,
         explain: bool,
         kept_out: bool,
     ) -> list[Found]:
-        """The memories that pass (`_arranged` at the threshold) and, with `kept_out`, the
+        """The memories that pass (`_arranged` under `verdict`) and, with `kept_out`, the
         best of the others (`_arranged` at 0), up to `limit` in all."""
         r = ranked
         order = r.order if r.within is None else r.order[: r.within]
-        picked = self._arranged(text, r.rows, order, r.scores, r.nearness, threshold, limit)
+        picked = self._arranged(text, r.rows, order, r.scores, r.nearness, verdict, limit)
         found = [Found(r.memory(i, score, explain), True) for i, score in picked]
         if kept_out and len(picked) < limit:
             passing = {i for i, _score in picked}
-            if threshold > 0.0:
-                every = self._arranged(text, r.rows, r.order, r.scores, r.nearness, 0.0, limit)
+            anything = verdict.at(0.0)
+            if anything != verdict:
+                every = self._arranged(text, r.rows, r.order, r.scores, r.nearness, anything, limit)
             else:
                 every = []
             others = [(i, score) for i, score in every if i not in passing]
@@ -299,18 +304,18 @@ class Search:
         order: Sequence[int],
         scores: Sequence[float],
         nearness: Sequence[float],
-        threshold: float,
+        verdict: Verdict,
         limit: int,
     ) -> list[tuple[int, float]]:
         """The candidates that fill the limit, as (index, score): with `settings.sources_first`
         a source before its restatements, one slot per fact and the newest statement on a
-        slot first (`recall.search.restatements`); else the first `limit` at or over the
-        threshold."""
+        slot first (`recall.search.restatements`); else the first `limit` that pass
+        `verdict`."""
         if self.core.settings.sources_first:
-            return arrange(text, rows, order, scores, nearness, threshold, limit)
+            return arrange(text, rows, order, scores, nearness, verdict, limit)
         picked: list[tuple[int, float]] = []
         for i in order[:limit]:
-            if scores[i] < threshold:
+            if not verdict.passes(scores[i]):
                 break
             picked.append((i, scores[i]))
         return picked
