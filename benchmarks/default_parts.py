@@ -184,7 +184,7 @@ async def server_args(
     store: MemoryStore, user: str, text: str, vector: Vector, large: bool
 ) -> dict[str, tuple[Any, ...] | None]:
     """The arguments the store passes each call for this question (as it passes them)."""
-    k = store.second_stage.candidates if store.second_stage else 25
+    k = store.ranker.candidates if isinstance(store.ranker, SecondStage) else 25
     keywords = keywords_from_text(text)
     tsquery = None if keywords.empty else keywords.tsquery
     args: dict[str, tuple[Any, ...] | None] = {

@@ -84,6 +84,7 @@ from recall.search.features import (
     query_facts,
     rank_features,
 )
+from recall.search.fusion import default_fusion
 from recall.search.second_stage import LinearModel, Model, SecondStage, second_stage_for
 from recall.search.trees import TreeModel
 from recall.search.when import time_bonus, time_window
@@ -697,7 +698,7 @@ async def cached(
     url = await fresh_database(f"recall_bench_fit_{name}")
     settings = Settings(database_url=url, embedding_cache_ttl=0, embedding_model=BGE_MODEL_NAME)
     # candidates only: what is being fitted is not used
-    async with MemoryStore.connect(settings, second_stage=False) as store:
+    async with MemoryStore.connect(settings, ranker=default_fusion()) as store:
         cases = await make(store)
     folder.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240  # once, after the build
     path.write_bytes(pickle.dumps((cases, INTENT_EXTRA[before:])))

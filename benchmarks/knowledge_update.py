@@ -31,6 +31,7 @@ from harness.run import parser, run
 from recall.config import Settings
 from recall.search.ranking import cosine
 from recall.search.restatements import arrange
+from recall.search.second_stage import SecondStage
 from recall.search.verdict import Verdict
 from recall.store import MemoryStore
 
@@ -57,8 +58,8 @@ async def main() -> None:
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     results: list[tuple[str, str, dict[str, float]]] = []
     async with MemoryStore.connect(settings) as store:
-        stage = store.second_stage
-        if stage is None:
+        stage = store.ranker
+        if not isinstance(stage, SecondStage):
             raise SystemExit("the default model has no second stage")
         vectors = await lme.vectors(store.embedder, records)
         evidence: list[frozenset[str]] = []

@@ -47,9 +47,15 @@ from recall.config import DEFAULT_EMBEDDING_MODEL, RetrievalMode, Settings
 from recall.db.search import keyword_rows, vector_rows
 from recall.embeddings import Vector
 from recall.memory import Memory
-from recall.search.fusion import FEATURES, Candidate, FusionModel, features
+from recall.search.fusion import (
+    FEATURES,
+    Candidate,
+    FusionModel,
+    default_fusion,
+    features,
+    merge_candidates,
+)
 from recall.search.keywords import keywords_from_text
-from recall.search.ranking import merge_candidates
 from recall.store import MemoryStore
 
 KS = (1, 3, 5, 10)
@@ -502,8 +508,12 @@ async def main() -> None:
         )
         outcomes = [await store_regime(store, corpus, regime, vectors) for regime in regimes]
         await settle(url)
+        # the report gives the store's ranker where it is the fusion, else the shipped fusion
+        fusion = store.ranker if isinstance(store.ranker, FusionModel) else default_fusion()
         if args.fit:
-            store.fusion = await fit(store, outcomes[names.index("full")].questions)
+            fusion = await fit(store, outcomes[names.index("full")].questions)
+            if isinstance(store.ranker, FusionModel):  # the second stage stays where it ranks
+                store.ranker = fusion
         outcomes_asked = [out for out in outcomes if out.regime.name in asked]
         for out in outcomes_asked:
             out.ranked = await ask(store, out.questions)  # also warms each user's pages and plan
@@ -518,7 +528,6 @@ async def main() -> None:
             await ask_silence(store, silence(name, corpus, regimes[names.index(holder)], lines))
             for name, holder in ((n, SILENCES[n]) for n in quiet_names)
         ]
-        fusion = store.fusion
 
     model = None if args.model == DEFAULT_EMBEDDING_MODEL else args.model
     given = [("--fit", args.fit), ("--candidates", args.candidates),

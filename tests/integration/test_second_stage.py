@@ -16,6 +16,7 @@ from recall.errors import InvalidInputError
 from recall.search.asking import AskingModel
 from recall.search.candidates import CandidateRow
 from recall.search.features import GATE_FEATURES, RANK_FEATURES
+from recall.search.fusion import default_fusion
 from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import LinearModel, SecondStage, second_stage_for
 from recall.store import MemoryStore
@@ -57,8 +58,8 @@ async def told(store: MemoryStore, user: str) -> list[str]:
 
 
 async def test_the_default_path_is_the_second_stage(bge_store: MemoryStore, user: str) -> None:
-    assert bge_store.second_stage is not None
-    assert bge_store.second_stage.embedding_model == "bge-small-en-v1.5"
+    assert isinstance(bge_store.ranker, SecondStage)
+    assert bge_store.ranker.embedding_model == "bge-small-en-v1.5"
     ids = await told(bge_store, user)
     [first, *_] = await bge_store.search(user, "Which instrument am I practising?")
     assert first.id == ids[1]
@@ -126,7 +127,7 @@ async def fake_store(databases: Databases) -> AsyncIterator[MemoryStore]:
     url = await databases.create("recall_second_stage_fake")
     settings = Settings(database_url=url, embedding_cache_ttl=0)
     async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
-        store.second_stage = flat_stage(64)
+        store.ranker = flat_stage(64)
         yield store
 
 
@@ -366,3 +367,24 @@ async def test_a_changed_threshold_moves_the_gate_line_and_the_verdict(
             assert f.passes <= opened  # nothing passes a shut gate
         passed[threshold] = any(f.passes for f in result.found)
     assert not passed[0.5] and passed[0.01]
+
+
+async def test_the_store_holds_one_ranker_that_brings_its_candidates(
+    bge_store: MemoryStore, user: str
+) -> None:
+    """Decision 0047: one slot. The shipped second stage ranks by default; the fusion put in
+    its place gathers its own two lists and ranks them, without explanations."""
+    await told(bge_store, user)
+    text = "Which instrument am I practising?"
+    staged = await bge_store.find(user, text, explain=True, now=ASKED)
+    shipped = bge_store.ranker
+    bge_store.ranker = default_fusion()
+    try:
+        fused = await bge_store.find(user, text, explain=True, similarity_threshold=0.0, now=ASKED)
+    finally:
+        bge_store.ranker = shipped
+    assert staged.found and all(f.memory.explanation is not None for f in staged.found)
+    assert len(fused.found) == 3 and all(f.memory.explanation is None for f in fused.found)
+    scores = [f.memory.score or 0.0 for f in fused.found]
+    assert scores == sorted(scores, reverse=True)
+    assert "no second stage" in " ".join(fused.found[0].why)

@@ -26,9 +26,8 @@ import numpy as np
 import pytest
 
 from recall.search.features import query_facts, rank_features
-from recall.search.fusion import FusionModel, default_fusion
+from recall.search.fusion import FusionModel, default_fusion, merge_candidates
 from recall.search.rankers import Query
-from recall.search.ranking import fuse
 from recall.search.restatements import arrange
 from recall.search.second_stage import SecondStage, StageCandidates, second_stage_for
 from recall.search.verdict import Verdict
@@ -124,13 +123,15 @@ def check_second_stage(stage: SecondStage, case: Case, want: dict[str, Any]) -> 
 def check_fusion(fusion: FusionModel, case: Case, want: list[list[Any]]) -> None:
     """Compare one case's fused ranking with the recorded one (`Mismatch` if not the same
     within the tolerance)."""
-    fused = fuse(case.vector_hits, case.keyword_hits, fusion, Query(case.query, case.vector, NOW))
-    by_id = {str(m.id): score for m, score in fused}
+    _rows, merged = merge_candidates(case.vector_hits, case.keyword_hits)
+    ranking = fusion.rank(Query(case.query, case.vector, NOW), merged)
+    fused = [(merged[i].key, ranking.scores[i]) for i in ranking.order]
+    by_id = dict(fused)
     recorded = {i: s for i, s in want}
     if by_id.keys() != recorded.keys():
         raise Mismatch(f"fused ids {sorted(by_id)}, recorded {sorted(recorded)}")
     same_values([by_id[i] for i, _s in want], [s for _i, s in want], "fused scores")
-    same_order([str(m.id) for m, _s in fused], [i for i, _s in want], [s for _i, s in want],
+    same_order([key for key, _s in fused], [i for i, _s in want], [s for _i, s in want],
                "fused order")  # fmt: skip
 
 

@@ -6,11 +6,14 @@ classes on the LoCoMo dev split (`benchmarks/locomo.py --fit`), so 0.5 is where 
 for and against relevance weigh the same: the default `similarity_threshold` (0.5) means
 "more likely relevant than not" in hybrid mode. docs/decisions/0005-hybrid-retrieval.md gives
 the figures. The fitted weights ship as package data, `models/fusion/default.json`
-(`default_fusion`), and the model is a `recall.search.rankers.Ranker` like the second stage.
+(`default_fusion`), and the model is a `recall.search.rankers.Ranker` like the second stage:
+it gathers the user's nearest memories and their best by BM25 (`Settings.hybrid_candidates`
+each, at least the limit) and merges the two lists (`merge_candidates`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,8 +21,10 @@ from functools import cache
 from typing import Any
 
 from recall.errors import ConfigError
+from recall.memory import MemoryRow
 from recall.search.bm25 import saturated
-from recall.search.rankers import Query, shipped_model
+from recall.search.rankers import Ask, CandidateSource, Gathered, Query, shipped_model
+from recall.search.ranking import cosine
 
 __all__ = [
     "FEATURES",
@@ -28,6 +33,7 @@ __all__ = [
     "FusionRanking",
     "default_fusion",
     "features",
+    "merge_candidates",
 ]
 
 FEATURES = ("cosine", "bm25_relative", "bm25_saturated", "vector_rank", "keyword_rank")
@@ -62,6 +68,26 @@ def features(candidates: Sequence[Candidate]) -> list[tuple[float, ...]]:
     return rows
 
 
+def merge_candidates(
+    vector_hits: list[MemoryRow], keyword_hits: list[MemoryRow]
+) -> tuple[dict[str, MemoryRow], list[Candidate]]:
+    """The union of both lists as fusion sees it (a keyword-only hit can enter), with each
+    candidate's row by id."""
+    rows: dict[str, MemoryRow] = {}
+    candidates: dict[str, Candidate] = {}
+    for rank, row in enumerate(vector_hits):
+        key = str(row.id)
+        rows[key] = row
+        candidates[key] = Candidate(key, cosine(row.distance) or 0.0, vector_rank=rank)
+    for rank, row in enumerate(keyword_hits):
+        key = str(row.id)
+        rows.setdefault(key, row)
+        cand = candidates.setdefault(key, Candidate(key, cosine(row.distance) or 0.0))
+        cand.bm25 = float(row.bm25 or 0.0)
+        cand.keyword_rank = rank
+    return rows, list(candidates.values())
+
+
 @dataclass(frozen=True, slots=True)
 class FusionRanking:
     """The fusion's verdict on one query's candidates (a `recall.search.rankers.Ranking`):
@@ -92,6 +118,27 @@ class FusionModel:
     def kind(self) -> str:
         """ "fusion": its files live in `models/fusion/`."""
         return KIND
+
+    @property
+    def early_terms(self) -> bool:
+        """False: its keyword side is one call with the query's vector."""
+        return False
+
+    async def gather(
+        self, source: CandidateSource, ask: Ask
+    ) -> Gathered[Sequence[Candidate]] | None:
+        """The user's nearest memories and their best by BM25, `ask.breadth` each (at least
+        the limit), merged (`merge_candidates`); None: neither side found any."""
+        k = max(ask.limit, ask.breadth)
+        # two connections at once: the two candidate queries run in parallel on the server
+        vector_hits, keyword_hits = await asyncio.gather(
+            source.nearest(ask.user_id, ask.vector, k),
+            source.best_by_words(ask.user_id, ask.query.text, ask.vector, k),
+        )
+        rows, ordered = merge_candidates(vector_hits, keyword_hits)
+        if not ordered:
+            return None
+        return Gathered([rows[c.key] for c in ordered], [c.cosine for c in ordered], ordered)
 
     def relevance(self, candidates: Sequence[Candidate]) -> list[float]:
         """Calibrated relevance (0-1) of each candidate."""

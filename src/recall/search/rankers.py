@@ -4,9 +4,10 @@ A ranker (`Ranker`) is code that reads a fitted model: `recall.search.second_sta
 (the default ranking, decision 0024) and `recall.search.fusion.FusionModel` (the hybrid mode's
 ranking for an embedder without a second stage, decision 0005). Each model ships as package
 data, one JSON file per model under `recall/search/models/<kind>/<name>.json`, and is read by
-`model_text` (once per process: `second_stage_for`, `default_fusion`). The store builds the
-candidates a ranker reads (`Ranker.rank`'s second argument: its own type per ranker, since the
-second stage reads far more of a candidate than the fusion does) and renders what comes back
+`model_text` (once per process: `second_stage_for`, `default_fusion`). The store holds one
+ranker. A ranker brings the candidates it reads (`Ranker.gather`, from the store's
+`CandidateSource`: its own type per ranker, since the second stage reads far more of a
+candidate than the fusion does), and the store renders what `Ranker.rank` gives back
 (`Ranking`): an order, a score per candidate and, when asked, the parts of a score.
 
 Decision 0034 (docs/decisions/0034-one-ranker-interface.md) says what a caller may decide.
@@ -19,14 +20,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from recall.errors import ConfigError
 
+if TYPE_CHECKING:
+    from recall.embeddings import Vector
+    from recall.memory import MemoryRow
+    from recall.search.candidates import CandidateRow, TermRow
+
 __all__ = [
     "MODELS",
+    "Ask",
+    "CandidateSource",
+    "Gathered",
     "Query",
     "Ranker",
     "Ranking",
@@ -38,7 +47,7 @@ __all__ = [
 MODELS = "models"
 """The package data folder of `recall.search` that holds the rankers' models, by kind."""
 
-C_contra = TypeVar("C_contra", contravariant=True)
+C = TypeVar("C")
 M = TypeVar("M")
 
 
@@ -82,9 +91,77 @@ class Ranking(Protocol):
         ...
 
 
+class CandidateSource(Protocol):
+    """Where a ranker gets its candidates: the store's (`recall.store.candidates.Candidates`).
+    Every method reads one user's memories and leaves out the questions left unanswered
+    (`recall.search.echo`)."""
+
+    async def for_query(
+        self,
+        user_id: str,
+        query_text: str,
+        query_vector: Vector,
+        k: int,
+        *,
+        terms: list[TermRow] | None = None,
+        vectors: bool = True,
+    ) -> tuple[list[CandidateRow], list[int]]:
+        """The best `k` by cosine and by BM25, with their details (the second stage's)."""
+        ...
+
+    async def nearest(self, user_id: str, vector: Vector, k: int) -> list[MemoryRow]:
+        """The nearest `k` by cosine."""
+        ...
+
+    async def best_by_words(
+        self, user_id: str, text: str, vector: Vector, k: int
+    ) -> list[MemoryRow]:
+        """The best `k` by BM25 for the words of `text`, each with its cosine to `vector`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """What a ranker is asked to gather candidates for.
+
+    Attributes:
+        user_id: whose memories.
+        query: the message (its vector as float64, the moment and whether the intent counts).
+        vector: the message's vector as the embedder gave it (what the database is sent).
+        limit: how many memories the search returns at most.
+        breadth: how many memories each side brings at least (`Settings.hybrid_candidates`;
+            a ranker with its own breadth, like the second stage's, reads its own).
+        terms: the keyword side, when the store fetched it while the query was being embedded
+            (only for a ranker with `early_terms`).
+    """
+
+    user_id: str
+    query: Query
+    vector: Vector
+    limit: int
+    breadth: int
+    terms: list[TermRow] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered(Generic[C]):
+    """A ranker's candidates for one query.
+
+    Attributes:
+        rows: each candidate's row, by index: what the store renders as a `Memory`.
+        nearness: each candidate's cosine similarity to the query, by index.
+        candidates: what `Ranker.rank` reads, in the same order as `rows`.
+    """
+
+    rows: Sequence[CandidateRow | MemoryRow]
+    nearness: Sequence[float]
+    candidates: C
+
+
 @runtime_checkable
-class Ranker(Protocol[C_contra]):
-    """Scores a query's candidates with a fitted model that ships as data (`model_text`)."""
+class Ranker(Protocol[C]):
+    """Scores a query's candidates with a fitted model that ships as data (`model_text`); it
+    brings the candidates it reads (`gather`)."""
 
     @property
     def kind(self) -> str:
@@ -96,7 +173,18 @@ class Ranker(Protocol[C_contra]):
         """How the model was fitted (command, data, commit, date), for the record."""
         ...
 
-    def rank(self, query: Query, candidates: C_contra) -> Ranking:
+    @property
+    def early_terms(self) -> bool:
+        """Whether its candidates start from the keyword side's terms
+        (`recall.search_terms`), which need no vector: the store may then fetch them while
+        the query is being embedded and hand them over in `Ask.terms`."""
+        ...
+
+    async def gather(self, source: CandidateSource, ask: Ask) -> Gathered[C] | None:
+        """The candidates it reads for `ask`, from `source`; None: there are none."""
+        ...
+
+    def rank(self, query: Query, candidates: C) -> Ranking:
         """Score `candidates` for `query`."""
         ...
 

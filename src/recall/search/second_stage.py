@@ -57,7 +57,8 @@ from recall.search.features import (
     rank_features,
 )
 from recall.search.linear import LinearModel
-from recall.search.rankers import Query, shipped_model
+from recall.search.rankers import Ask, CandidateSource, Gathered, Query, shipped_model
+from recall.search.ranking import cosine
 from recall.search.trees import TreeModel
 from recall.search.when import time_bonus, time_window
 
@@ -273,6 +274,25 @@ class SecondStage:
     def kind(self) -> str:
         """ "second_stage": its files live in `models/second_stage/`."""
         return KIND
+
+    @property
+    def early_terms(self) -> bool:
+        """True: its keyword side, the terms' rows, needs no vector (`Ask.terms`)."""
+        return True
+
+    async def gather(self, source: CandidateSource, ask: Ask) -> Gathered[StageCandidates] | None:
+        """The user's best `candidates` memories (at least the limit) by cosine and by BM25,
+        with the details it reads (`CandidateSource.for_query`); their vectors only when the
+        ranker reads their products with the query's. None: the user has none."""
+        k = max(self.candidates, ask.limit)
+        rows, near = await source.for_query(
+            ask.user_id, ask.query.text, ask.vector, k, terms=ask.terms,
+            vectors=self.product_weights is not None,
+        )  # fmt: skip
+        if not rows:
+            return None
+        nearness = [cosine(r.distance) or 0.0 for r in rows]
+        return Gathered(rows, nearness, StageCandidates(rows, near))
 
     def rank(self, query: Query, candidates: StageCandidates) -> StageRanking:
         """Score one query's candidates (`score`), as the store calls every ranker."""

@@ -15,7 +15,7 @@ from recall.db.migrate import bind_embedding_space, bound_model
 from recall.db.opening import open_database
 from recall.db.pool import open_pool
 from recall.embeddings import Embedder, configured_embeddings, embedder_for
-from recall.search.second_stage import SecondStage
+from recall.search.rankers import Ranker
 
 __all__ = ["StoreConnector"]
 
@@ -42,10 +42,10 @@ class StoreConnector(Generic[S]):
         settings: Settings | None,
         embeddings: Embeddings | None,
         name: str | None,
-        second_stage: SecondStage | bool = True,
+        ranker: Ranker[Any] | None = None,
     ) -> None:
         self._cls = cls
-        self._second_stage = second_stage
+        self._ranker = ranker
         self._settings = settings
         self._embeddings = embeddings
         self._name = name
@@ -93,7 +93,7 @@ class StoreConnector(Generic[S]):
             settings,
             database=database,
             read_pool=read_pool,
-            second_stage=self._second_stage,
+            ranker=self._ranker,
         )
 
     def __await__(self) -> Generator[Any, None, S]:

@@ -1,5 +1,5 @@
 """What every part of `MemoryStore` shares: one `StoreCore`, handed to each part when the
-store is made. Its pools, embedder and settings, the ranker of the default mode, the
+store is made. Its pools, embedder and settings, the one ranker of the default mode, the
 connection scoping (row-level security, errors wrapped as `StoreError`, reads on a replica
 fenced after a user's writes), the per-user plan cache that writes keep current, and closing
 the pools."""
@@ -23,10 +23,11 @@ from recall.db.rls import as_owner, scope
 from recall.embeddings import Embedder
 from recall.errors import StoreError
 from recall.memory import Turn, make_turn, stored_length
-from recall.search.fusion import FusionModel, default_fusion
-from recall.search.second_stage import SecondStage, second_stage_for
+from recall.search.fusion import default_fusion
+from recall.search.rankers import Ranker
+from recall.search.second_stage import second_stage_for
 
-__all__ = ["Plan", "StoreCore"]
+__all__ = ["Plan", "StoreCore", "shipped_ranker"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -38,13 +39,20 @@ class Plan(NamedTuple):
     hnsw_index: str | None  # the name of their own HNSW index, if built
 
 
+def shipped_ranker(embedding_model: str) -> Ranker[Any]:
+    """The default mode's ranker shipped for `embedding_model`: its second stage (decision
+    0024), else the fusion (decision 0005)."""
+    stage = second_stage_for(embedding_model)
+    return default_fusion() if stage is None else stage
+
+
 class StoreCore:
     """The state and plumbing the store's parts share: `MemoryStore` makes one and passes it
     to each part (docs/decisions/0033-the-store-decides.md, "The store as parts held").
 
     Args:
-        pool, embedder, settings, database, fusion, second_stage, read_pool: as
-            `MemoryStore` takes them (its defaults are the store's; here each is given).
+        pool, embedder, settings, database, ranker, read_pool: as `MemoryStore` takes them
+            (its defaults are the store's; here each is given).
     """
 
     def __init__(
@@ -54,16 +62,12 @@ class StoreCore:
         settings: Settings,
         *,
         database: Database | None,
-        fusion: FusionModel | None,
-        second_stage: SecondStage | bool,
+        ranker: Ranker[Any] | None,
         read_pool: AsyncConnectionPool | None,
     ) -> None:
         self.pool = pool
         self.read_pool = read_pool or pool
-        self.fusion = default_fusion() if fusion is None else fusion
-        self.second_stage: SecondStage | None = (
-            second_stage_for(embedder.name) if second_stage is True else (second_stage or None)
-        )
+        self.ranker: Ranker[Any] = shipped_ranker(embedder.name) if ranker is None else ranker
         self.embedder = embedder
         self.settings = settings
         self.database = database

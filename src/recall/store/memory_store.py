@@ -30,9 +30,8 @@ from recall.errors import InvalidInputError
 from recall.memory import Memory, Turn
 from recall.outbox import Outbox
 from recall.search.candidates import CandidateRow, TermRow
-from recall.search.fusion import FusionModel
 from recall.search.provenance import Provenance
-from recall.search.second_stage import SecondStage
+from recall.search.rankers import Ranker
 from recall.store.bulk import Bulk, ImportProgress
 from recall.store.candidates import Candidates
 from recall.store.checks import MAX_LIMIT
@@ -65,11 +64,11 @@ class MemoryStore:
         embedder: embeds turns and queries.
         settings: limits, search and index settings.
         database: where the pool connects (kept for the embedded server's lifetime).
-        fusion: the hybrid mode's fusion model, for an embedder without a second stage; None:
-            the shipped one (`recall.search.fusion.default_fusion`).
-        second_stage: the hybrid mode's learned second stage and gate (decision 0024): True
-            for the one shipped for the embedder's model (the fusion where none is), False for
-            the fusion always, or a `SecondStage` of your own fit.
+        ranker: the default mode's one ranker (`recall.search.rankers.Ranker`; it brings the
+            candidates it reads). None: the one shipped for the embedder's model, its learned
+            second stage and gate (decision 0024), else the fusion of decision 0005
+            (`recall.store.core.shipped_ranker`). Give `recall.search.fusion.default_fusion()`
+            for the fusion always, or a `SecondStage` or `FusionModel` of your own fit.
         read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads
             stay on `pool` until the replica has replayed their latest write here (0021).
     """
@@ -81,8 +80,7 @@ class MemoryStore:
         settings: Settings,
         *,
         database: Database | None = None,
-        fusion: FusionModel | None = None,
-        second_stage: SecondStage | bool = True,
+        ranker: Ranker[Any] | None = None,
         read_pool: AsyncConnectionPool | None = None,
     ) -> None:
         core = StoreCore(
@@ -90,8 +88,7 @@ class MemoryStore:
             embedder,
             settings,
             database=database,
-            fusion=fusion,
-            second_stage=second_stage,
+            ranker=ranker,
             read_pool=read_pool,
         )
         self.core = core  # what the parts share; tests and benchmarks look inside it
@@ -111,7 +108,7 @@ class MemoryStore:
         *,
         embeddings: Embeddings | None = None,
         embedding_model_name: str | None = None,
-        second_stage: SecondStage | bool = True,
+        ranker: Ranker[Any] | None = None,
     ) -> StoreConnector[Self]:
         """Open a store: `async with MemoryStore.connect() as store:` (or `await` it).
 
@@ -122,14 +119,13 @@ class MemoryStore:
                 left unset, the model the database is bound to, else the default
                 (`recall.embeddings.configured_embeddings`).
             embedding_model_name: the name recorded with the data for `embeddings`.
-            second_stage: the default mode's ranking (docs/retrieval.md): True for the one
-                fitted for the embedder's model (the fusion of decision 0005 where none is),
-                False for that fusion always, or a `SecondStage` of your own fit.
+            ranker: the default mode's ranker (docs/retrieval.md); None: the one shipped for
+                the embedder's model (its second stage, else the fusion of decision 0005).
 
         Raises:
             ConfigError, StoreError, MigrationError, EmbeddingMismatchError: set-up failed.
         """
-        return StoreConnector(cls, settings, embeddings, embedding_model_name, second_stage)
+        return StoreConnector(cls, settings, embeddings, embedding_model_name, ranker)
 
     @property
     def pool(self) -> AsyncConnectionPool:
@@ -157,22 +153,14 @@ class MemoryStore:
         return self.core.database
 
     @property
-    def second_stage(self) -> SecondStage | None:
-        """The default mode's ranker (decision 0024); None: the fusion (`fusion`)."""
-        return self.core.second_stage
+    def ranker(self) -> Ranker[Any]:
+        """The default mode's one ranker: a `SecondStage` (decision 0024) or a `FusionModel`
+        (decision 0005)."""
+        return self.core.ranker
 
-    @second_stage.setter
-    def second_stage(self, stage: SecondStage | None) -> None:
-        self.core.second_stage = stage
-
-    @property
-    def fusion(self) -> FusionModel:
-        """The default mode's ranker for an embedder without a second stage (decision 0005)."""
-        return self.core.fusion
-
-    @fusion.setter
-    def fusion(self, model: FusionModel) -> None:
-        self.core.fusion = model
+    @ranker.setter
+    def ranker(self, ranker: Ranker[Any]) -> None:
+        self.core.ranker = ranker
 
     @asynccontextmanager
     async def connection(

@@ -15,13 +15,12 @@ from recall.config import RetrievalMode, parse_mode
 from recall.db.search import keyword_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
-from recall.memory import Memory, MemoryRow, clean_id, clean_text
+from recall.memory import Memory, clean_id, clean_text
 from recall.search.candidates import TermRow
 from recall.search.keywords import keywords_from_text, parse_keywords
-from recall.search.rankers import Query
-from recall.search.ranking import cosine, fuse, row_memory
+from recall.search.rankers import Ask, Query
+from recall.search.ranking import cosine, row_memory
 from recall.search.restatements import Candidate, arrange
-from recall.search.second_stage import SecondStage, StageCandidates
 from recall.search.verdict import Verdict
 from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates, answered
 from recall.store.checks import check_limit, check_now, check_threshold
@@ -56,7 +55,7 @@ class Search:
     """`MemoryStore.find`, `search` and `keyword_search`, over the candidate rows of each mode.
 
     Args:
-        core: the state the store's parts share (its ranker: `second_stage`, `fusion`).
+        core: the state the store's parts share (its one ranker: `core.ranker`).
         candidates: the rows each mode starts from.
     """
 
@@ -244,29 +243,19 @@ class Search:
                 lambda i, s, _e: row_memory(rows[i], score=s),
                 within,
             )
-        if self.core.second_stage is not None:
-            return await self._second_stage(
-                self.core.second_stage, uid, text, vector, limit, terms, now, intent
-            )
-        pool_size = max(limit, self.core.settings.hybrid_candidates)
+        ranker = self.core.ranker
+        query = Query(text, np.asarray(vector, dtype=np.float64), now, intent)
+        ask = Ask(uid, query, vector, limit, self.core.settings.hybrid_candidates, terms)
+        gathered = await ranker.gather(self.candidates, ask)
+        if gathered is None:
+            return None
+        ranking = ranker.rank(query, gathered.candidates)
+        found = gathered.rows
 
-        async def vector_side() -> list[MemoryRow]:
-            return await self.candidates.vector_search(uid, vector, pool_size, 2.0)
+        def memory(i: int, score: float, explain: bool) -> Memory:
+            return row_memory(found[i], score, ranking.explanation(i) if explain else None)
 
-        async def keyword_side() -> list[MemoryRow]:
-            return await self.candidates.bm25_rows(uid, text, vector, pool_size)
-
-        # two connections at once: the two candidate queries run in parallel on the server
-        vec_rows, kw_rows = await asyncio.gather(vector_side(), keyword_side())
-        # echoes leave before fusion: its rank features compare each candidate with the best
-        query = Query(text, np.asarray(vector, dtype=np.float64), now)
-        fused = fuse(answered(vec_rows), answered(kw_rows), self.core.fusion, query)
-        found = [m for m, _score in fused]
-        scores = [score for _m, score in fused]
-        sims = [m.similarity or 0.0 for m in found]
-        return _Ranked(
-            found, range(len(found)), scores, sims, lambda i, s, _e: replace(found[i], score=s)
-        )
+        return _Ranked(found, ranking.order, ranking.scores, gathered.nearness, memory)
 
     def _found(
         self,
@@ -320,44 +309,12 @@ class Search:
             picked.append((i, scores[i]))
         return picked
 
-    async def _second_stage(
-        self,
-        stage: SecondStage,
-        uid: str,
-        text: str,
-        vector: Vector,
-        limit: int,
-        terms: list[TermRow] | None,
-        now: datetime,
-        intent: bool,
-    ) -> _Ranked | None:
-        """The default ranking: the candidates (`Candidates.for_query`), scored and gated in Python
-        (None: there are none); `now`: when the message is asked; `intent`: as for `search`."""
-        k = max(stage.candidates, limit)
-        # the candidates' vectors only for a ranker that reads their products with the query's
-        vectors = stage.product_weights is not None
-        rows, near = await self.candidates.for_query(
-            uid, text, vector, k, terms=terms, vectors=vectors
-        )
-        if not rows:
-            return None
-        query = Query(text, np.asarray(vector, dtype=np.float64), now, intent)
-        scored = stage.rank(query, StageCandidates(rows, near))
-        near_q = [cosine(r.distance) or 0.0 for r in rows]
-
-        def memory(i: int, score: float, explain: bool) -> Memory:
-            why = scored.explanation(i) if explain else None
-            return row_memory(rows[i], score, why)
-
-        return _Ranked(rows, scored.order, scored.scores, near_q, memory)
-
     def _overlaps(self, user_id: str) -> bool:
-        """Whether the keyword side can run while the query is embedded: the default mode has
-        a second stage and the user is known to hold no more than `SCOPE_FROM` memories."""
+        """Whether the keyword side can run while the query is embedded: the default mode's
+        ranker starts from it (`Ranker.early_terms`) and the user is known to hold no more than
+        `SCOPE_FROM` memories."""
         plan = self.core.plans.get(user_id)
-        return (
-            self.core.second_stage is not None and plan is not None and plan.memories <= SCOPE_FROM
-        )
+        return self.core.ranker.early_terms and plan is not None and plan.memories <= SCOPE_FROM
 
     async def keyword_search(
         self,
