@@ -222,16 +222,16 @@ async def test_a_cluster_distributed_before_0018_gets_the_one_insert(databases: 
         # migration 0019: recall.add_turn looks for a repeat on the user's worker
         repeat = await store.add_turn("u-0018", "my dog is Rex", "noted", conversation_id="c2")
         assert repeat.id == added.id and repeats_of(repeat.metadata) == 1
-        pending = await store.pending_turns("u-0018", "c1", 10)
+        pending = await store.conversations.pending_turns("u-0018", "c1", 10)
         memory = make_turn("u-0018", "has a dog, Rex", "", conversation_id="c1", kind="summary")
         [vector] = await store.embedder.embed_documents([memory.text])
-        stored = await store.store_chunk(
+        stored = await store.conversations.store_chunk(
             "u-0018", "c1", [memory], [vector], through=pending[-1], dedup_threshold=0.95
         )
         assert stored.created == 1
-        [summary] = await store.conversation_recent("u-0018", "c1", 5)
+        [summary] = await store.conversations.conversation_recent("u-0018", "c1", 5)
         assert (summary.kind, summary.user_message) == ("summary", "has a dog, Rex")
-        [turn] = await store.conversation_recent("u-0018", "c1", 5, kinds=("turn",))
+        [turn] = await store.conversations.conversation_recent("u-0018", "c1", 5, kinds=("turn",))
         assert turn.id == added.id
 
 

@@ -48,67 +48,81 @@ async def test_conversation_recent_prefers_model_written_memories(
 ) -> None:
     await _turns(store, user, "c1", 3)
     await _turns(store, user, "c2", 1)
-    turns = await store.conversation_recent(user, "c1", 2)
+    turns = await store.conversations.conversation_recent(user, "c1", 2)
     assert [m.user_message for m in turns] == ["message 2 about dogs", "message 1 about dogs"]
     assert all(m.kind == "turn" and m.conversation_id == "c1" for m in turns)
 
-    pending = await store.pending_turns(user, "c1", 10)
+    pending = await store.conversations.pending_turns(user, "c1", 10)
     memory = make_turn(user, "likes dogs", "", conversation_id="c1", kind="summary")
     [vector] = await store.embedder.embed_documents([memory.text])
-    await store.store_chunk(
+    await store.conversations.store_chunk(
         user, "c1", [memory], [vector], through=pending[-1], dedup_threshold=0.95
     )
-    [summary] = await store.conversation_recent(user, "c1", 2)
+    [summary] = await store.conversations.conversation_recent(user, "c1", 2)
     assert (summary.kind, summary.user_message) == ("summary", "likes dogs")
-    assert len(await store.conversation_recent(user, "c1", 5, kinds=("turn",))) == 3
-    assert await store.conversation_recent(user, "no-such-conversation") == []
+    assert len(await store.conversations.conversation_recent(user, "c1", 5, kinds=("turn",))) == 3
+    assert await store.conversations.conversation_recent(user, "no-such-conversation") == []
     with pytest.raises(InvalidInputError, match="kinds"):
-        await store.conversation_recent(user, "c1", kinds=("secret",))
+        await store.conversations.conversation_recent(user, "c1", kinds=("secret",))
 
 
 async def test_a_chunk_moves_the_tracker_even_with_no_memories(
     store: MemoryStore, user: str
 ) -> None:
     await _turns(store, user, "c1", 3)
-    pending = await store.pending_turns(user, "c1", 2)
+    pending = await store.conversations.pending_turns(user, "c1", 2)
     assert [t.user_message for t in pending] == ["message 0 about dogs", "message 1 about dogs"]
-    assert await store.pending_conversations(user) == [PendingConversation(user, "c1", 3)]
+    assert await store.conversations.pending_conversations(user) == [
+        PendingConversation(user, "c1", 3)
+    ]
 
-    stored = await store.store_chunk(user, "c1", [], [], through=pending[-1], dedup_threshold=0.95)
+    stored = await store.conversations.store_chunk(
+        user, "c1", [], [], through=pending[-1], dedup_threshold=0.95
+    )
     assert (stored.created, stored.updated, stored.identical) == (0, 0, 0)
     assert stored.last_memory_id is None
-    [left] = await store.pending_turns(user, "c1", 10)
+    [left] = await store.conversations.pending_turns(user, "c1", 10)
     assert left.user_message == "message 2 about dogs"
-    assert await store.pending_conversations(user, "c1") == [PendingConversation(user, "c1", 1)]
-    assert await store.pending_conversations(user, "other") == []
+    assert await store.conversations.pending_conversations(user, "c1") == [
+        PendingConversation(user, "c1", 1)
+    ]
+    assert await store.conversations.pending_conversations(user, "other") == []
 
 
 async def test_a_chunk_of_another_conversation_is_refused_whole(
     store: MemoryStore, user: str
 ) -> None:
     await _turns(store, user, "c1", 1)
-    [through] = await store.pending_turns(user, "c1", 10)
+    [through] = await store.conversations.pending_turns(user, "c1", 10)
     good = make_turn(user, "likes dogs", "", conversation_id="c1", kind="summary")
     stray = make_turn(user, "likes cats", "", conversation_id="c2", kind="summary")
     vectors = await store.embedder.embed_documents([good.text, stray.text])
     with pytest.raises(InvalidInputError, match="this conversation"):
-        await store.store_chunk(
+        await store.conversations.store_chunk(
             user, "c1", [good, stray], vectors, through=through, dedup_threshold=0.95
         )
     with pytest.raises(InvalidInputError, match="vectors"):
-        await store.store_chunk(user, "c1", [good], vectors, through=through, dedup_threshold=0.95)
-    assert await store.pending_turns(user, "c1", 10) == [through]  # nothing stored
-    assert await store.conversation_recent(user, "c1", kinds=("summary",)) == []
+        await store.conversations.store_chunk(
+            user, "c1", [good], vectors, through=through, dedup_threshold=0.95
+        )
+    assert await store.conversations.pending_turns(user, "c1", 10) == [through]  # nothing stored
+    assert await store.conversations.conversation_recent(user, "c1", kinds=("summary",)) == []
 
 
 async def test_the_rolling_summary_round_trip(store: MemoryStore, user: str) -> None:
-    assert await store.chat_summary(user, "c1") is None
+    assert await store.conversations.chat_summary(user, "c1") is None
     memory = await store.add_turn(user, "hello", "hi", conversation_id="c1")
-    await store.set_chat_summary(user, "c1", "They said hello.", last_memory_id=memory.id)
-    await store.set_chat_summary(user, "c1", "They said hello twice.", last_memory_id=memory.id)
-    assert await store.chat_summary(user, "c1") == "They said hello twice."
-    assert await store.chat_summary(user, "c1", read=False) == "They said hello twice."
-    assert await store.chat_summary("someone-else", "c1") is None
+    await store.conversations.set_chat_summary(
+        user, "c1", "They said hello.", last_memory_id=memory.id
+    )
+    await store.conversations.set_chat_summary(
+        user, "c1", "They said hello twice.", last_memory_id=memory.id
+    )
+    assert await store.conversations.chat_summary(user, "c1") == "They said hello twice."
+    assert (
+        await store.conversations.chat_summary(user, "c1", read=False) == "They said hello twice."
+    )
+    assert await store.conversations.chat_summary("someone-else", "c1") is None
 
 
 async def test_search_defaults_come_from_the_settings(tuned: MemoryStore, user: str) -> None:
@@ -133,7 +147,9 @@ async def test_consolidation_defaults_come_from_the_settings(tuned: MemoryStore,
     # chunks of 2 (settings.consolidation_chunk_size): two full chunks, one turn left;
     # dedup_threshold 1.0: the near-duplicate is a memory of its own
     assert (result.chunks, result.created, result.updated) == (2, 2, 0)
-    assert await tuned.pending_conversations(user) == [PendingConversation(user, "c1", 1)]
+    assert await tuned.conversations.pending_conversations(user) == [
+        PendingConversation(user, "c1", 1)
+    ]
 
     # an explicit argument still wins over the settings
     closer = {**DOG, "summary": "The user adopted a beagle named Max in late May."}

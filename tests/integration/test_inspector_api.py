@@ -190,7 +190,9 @@ async def test_summaries_and_metrics_answer(
 ) -> None:
     uid = users["alice"]
     [last] = await _seed(store, uid, 1)
-    await store.set_chat_summary(uid, "conv-1", "Alice talked about facts.", last_memory_id=last)
+    await store.conversations.set_chat_summary(
+        uid, "conv-1", "Alice talked about facts.", last_memory_id=last
+    )
     body = (await client.get("/recall/api/summaries", headers=_auth(users, "alice"))).json()
     assert [s["summary"] for s in body["summaries"]] == ["Alice talked about facts."]
     assert body["written"] == []

@@ -109,14 +109,16 @@ async def seeded(store: MemoryStore) -> dict[str, Any]:
     user = f"rows-{uuid.uuid4().hex[:12]}"
     first = await store.add_turn(user, "I baked an apple pie", "yum", conversation_id="c1")
     await store.add_turn(user, "and an apple tart", "yum", conversation_id="c1")
-    through = (await store.pending_turns(user, "c1", 10))[0]
+    through = (await store.conversations.pending_turns(user, "c1", 10))[0]
     memory = make_turn(user, "bakes apple pies", "", conversation_id="c1", kind="summary")
     [vector] = await store.embedder.embed_documents([memory.text])
-    stored = await store.store_chunk(
+    stored = await store.conversations.store_chunk(
         user, "c1", [memory], [vector], through=through, dedup_threshold=0.95
     )
     assert stored.last_memory_id is not None
-    await store.set_chat_summary(user, "c1", "pies", last_memory_id=stored.last_memory_id)
+    await store.conversations.set_chat_summary(
+        user, "c1", "pies", last_memory_id=stored.last_memory_id
+    )
     return {"user_id": user, "id": first.id, "query": await store.embedder.embed_query("apple")}
 
 

@@ -147,7 +147,7 @@ def consolidate(
         lines = []
         # chunk size and dedup threshold: the store's Settings
         worker = Consolidator(store, RunnableExtractor(model), summarizer=RunnableSummarizer(model))
-        for pending in await store.pending_conversations(user, conversation):
+        for pending in await store.conversations.pending_conversations(user, conversation):
             result = await worker.run(pending.user_id, pending.conversation_id, force=True)
             status = f"error: {result.error}" if result.error else "ok"
             lines.append(

@@ -84,7 +84,7 @@ class Consolidator:
         )
         result = ConsolidationResult()
         while True:
-            turns = await store.pending_turns(user_id, conversation_id, chunk_size)
+            turns = await store.conversations.pending_turns(user_id, conversation_id, chunk_size)
             if not turns or (len(turns) < chunk_size and not force):
                 return result
             chunk = "\n".join(f"User: {t.user_message}\nAssistant: {t.ai_response}" for t in turns)
@@ -133,7 +133,7 @@ class Consolidator:
             for obj in objects
         ]
         dedup = self.dedup_threshold
-        stored = await store.store_chunk(
+        stored = await store.conversations.store_chunk(
             user_id,
             conversation_id,
             memories,
@@ -160,7 +160,7 @@ class Consolidator:
             current = await self.summary(store, user_id, conversation_id)
             async with asyncio.timeout(self._timeout_s):
                 text = await self._summarizer.summarize(current or "", objects)
-            await store.set_chat_summary(
+            await store.conversations.set_chat_summary(
                 user_id, conversation_id, text[:_SUMMARY_LENGTH], last_memory_id=last_memory_id
             )
             result.summary_updated = True
@@ -171,7 +171,7 @@ class Consolidator:
     async def summary(store: MemoryStore, user_id: str, conversation_id: str) -> str | None:
         """The conversation's rolling summary, or None (read from the primary, where the next
         summary is written)."""
-        return await store.chat_summary(user_id, conversation_id, read=False)
+        return await store.conversations.chat_summary(user_id, conversation_id, read=False)
 
 
 class ConsolidationScheduler:

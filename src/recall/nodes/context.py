@@ -55,7 +55,9 @@ def create_recent_memories_node(
             return {output_key: _stateless(state, n)}
         try:
             memory_store = await provider()
-            memories = await memory_store.conversation_recent(user_id, conversation, n)
+            memories = await memory_store.conversations.conversation_recent(
+                user_id, conversation, n
+            )
             if memories:
                 return {output_key: [memory_text(m) for m in memories]}
         except Exception as exc:
@@ -79,7 +81,7 @@ def create_chat_summary_node(
             return {output_key: ""}
         try:
             memory_store = await provider()
-            summary = await memory_store.chat_summary(user_id, conversation)
+            summary = await memory_store.conversations.chat_summary(user_id, conversation)
         except Exception as exc:
             log.error("memory.summary.error", kind=type(exc).__name__, error=str(exc))
             return {output_key: ""}

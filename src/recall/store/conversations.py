@@ -28,8 +28,8 @@ def _ids(user_id: object, conversation_id: object) -> tuple[str, str]:
 
 
 class Conversations:
-    """`MemoryStore.conversation_recent`, `pending_turns`, `store_chunk`, `chat_summary`,
-    `set_chat_summary` and `pending_conversations`.
+    """`MemoryStore.conversations`: one conversation's memory creation state, for
+    `recall.creation` and the context nodes (`store.conversations.pending_turns(...)`).
 
     Args:
         core: the state the store's parts share.
@@ -42,9 +42,9 @@ class Conversations:
         self,
         user_id: str,
         conversation_id: str,
-        n: int,
+        n: int = 5,
         *,
-        kinds: Sequence[str],
+        kinds: Sequence[str] = ("summary", "turn"),
     ) -> list[Memory]:
         """The conversation's `n` newest memories, newest first, of the first kind in `kinds`
         that it has any of (by default its model-written memories, else its stored turns).
@@ -128,7 +128,9 @@ class Conversations:
         self.core.note_added(uid, stored.created)
         return stored
 
-    async def chat_summary(self, user_id: str, conversation_id: str, *, read: bool) -> str | None:
+    async def chat_summary(
+        self, user_id: str, conversation_id: str, *, read: bool = True
+    ) -> str | None:
         """The conversation's rolling summary, or None.
 
         Args:

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Self
-from uuid import UUID
 
 from langchain_core.embeddings import Embeddings
 from psycopg import AsyncConnection
@@ -24,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from recall.config import RetrievalMode, Settings
 from recall.db.pool import Database
-from recall.db.rows import ChunkStored, ConversationSummary, PendingConversation, PendingTurn
+from recall.db.rows import ConversationSummary
 from recall.embeddings import Embedder, Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, Turn
@@ -98,7 +97,9 @@ class MemoryStore:
         self._writes = Writes(core, Repeats(core))
         self._bulk = Bulk(core)
         self._reads = Reads(core)
-        self._conversations = Conversations(core)
+        self.conversations = Conversations(core)
+        """One conversation's memory creation state (`recall.creation`, the context nodes):
+        its newest memories, unprocessed turns, chunks, rolling summary and who waits."""
         self._erasure = Erasure(core, self._maintenance)
 
     @classmethod
@@ -379,69 +380,6 @@ class MemoryStore:
         """One of the user's memories with its sources and restatements
         (`recall.search.provenance`), or None (also for another user's id)."""
         return await self._reads.links(user_id, memory_id)
-
-    async def conversation_recent(
-        self,
-        user_id: str,
-        conversation_id: str,
-        n: int = 5,
-        *,
-        kinds: Sequence[str] = ("summary", "turn"),
-    ) -> list[Memory]:
-        """The conversation's `n` newest memories, newest first, of the first kind in `kinds`
-        that it has any of (by default its model-written memories, else its stored turns)."""
-        return await self._conversations.conversation_recent(
-            user_id, conversation_id, n, kinds=kinds
-        )
-
-    async def pending_turns(
-        self, user_id: str, conversation_id: str, limit: int
-    ) -> list[PendingTurn]:
-        """The conversation's first `limit` turns that memory creation has not processed
-        (those after its tracker), oldest first."""
-        return await self._conversations.pending_turns(user_id, conversation_id, limit)
-
-    async def store_chunk(
-        self,
-        user_id: str,
-        conversation_id: str,
-        memories: Sequence[Turn],
-        vectors: Sequence[Vector],
-        *,
-        through: PendingTurn,
-        dedup_threshold: float,
-    ) -> ChunkStored:
-        """Store the model-written memories of a chunk of the conversation's turns and mark the
-        chunk processed (its tracker moves to `through`), in one transaction: all or nothing."""
-        return await self._conversations.store_chunk(
-            user_id,
-            conversation_id,
-            memories,
-            vectors,
-            through=through,
-            dedup_threshold=dedup_threshold,
-        )
-
-    async def chat_summary(
-        self, user_id: str, conversation_id: str, *, read: bool = True
-    ) -> str | None:
-        """The conversation's rolling summary, or None."""
-        return await self._conversations.chat_summary(user_id, conversation_id, read=read)
-
-    async def set_chat_summary(
-        self, user_id: str, conversation_id: str, summary: str, *, last_memory_id: str | UUID
-    ) -> None:
-        """Write the conversation's rolling summary, made up to memory `last_memory_id`."""
-        await self._conversations.set_chat_summary(
-            user_id, conversation_id, summary, last_memory_id=last_memory_id
-        )
-
-    async def pending_conversations(
-        self, user_id: str | None = None, conversation_id: str | None = None
-    ) -> list[PendingConversation]:
-        """Conversations with turns that memory creation has not processed, and how many,
-        ordered by user and conversation (`recall consolidate`)."""
-        return await self._conversations.pending_conversations(user_id, conversation_id)
 
     async def delete(self, user_id: str, memory_id: str) -> bool:
         """Delete one of the user's memories; return whether it existed."""
