@@ -22,7 +22,6 @@ cosines and falls back to the exact scan whenever its page comes back short.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Literal
@@ -32,6 +31,7 @@ import structlog
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from recall.basestore.jobs import Jobs
 from recall.basestore.questions import Tally
 from recall.config import Settings
 from recall.db.calibration import (
@@ -105,9 +105,7 @@ class IndexPlanner:
         self._sizes: dict[str, tuple[int, float]] = {}
         self._own: dict[str, int] = {}  # namespaces' vectors: counted, plus written since
         self._grown: dict[tuple[str, int], int] = {}  # vectors written into an index since
-        self._queue: dict[str, Callable[[], Coroutine[Any, Any, None]]] = {}
-        self._runner: asyncio.Task[None] | None = None
-        self._closed = False
+        self._jobs = Jobs("recall-store-indexing")
         self.sample = settings.store_breadth_sample
         self._tallies: dict[tuple[str, int], Tally] = {}
         self._asked: dict[tuple[str, int], int] = {}  # searches through each index
@@ -120,7 +118,7 @@ class IndexPlanner:
             self._indexes_at = time.monotonic()
             for ns, dims in self._indexes.names:
                 # a queued or running build calibrates the index itself when it ends
-                if self._stale(ns, dims) and f"build:{dims}:{ns}" not in self._queue:
+                if self._stale(ns, dims) and not self._jobs.queued(f"build:{dims}:{ns}"):
                     self._spawn_calibration(ns, dims)
 
     def _spawn_calibration(self, ns: str, dims: int) -> None:
@@ -350,25 +348,9 @@ class IndexPlanner:
         return max(self.threshold, self.wide, share)
 
     def _spawn(self, key: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Queue `work` (once per `key`) for the one background runner: counts and builds go
-        one at a time, on one pooled connection, never crowding out the searches."""
-        if self._closed or key in self._queue:
-            return
-        self._queue[key] = work
-        if self._runner is None or self._runner.done():
-            self._runner = asyncio.get_running_loop().create_task(
-                self._run(), name="recall-store-indexing"
-            )
-
-    async def _run(self) -> None:
-        while self._queue:
-            key = next(iter(self._queue))
-            try:
-                await self._queue[key]()
-            except Exception:  # one job's bug must not stop the jobs queued behind it
-                log.exception("store.index.job_failed", job=key)
-            finally:
-                self._queue.pop(key, None)
+        """Queue `work` (once per `key`) for the one background runner (`Jobs`): counts and
+        builds go one at a time, on one pooled connection, never crowding out the searches."""
+        self._jobs.spawn(key, work)
 
     async def _size(self, prefix: str, dims: int) -> None:
         try:
@@ -453,14 +435,9 @@ class IndexPlanner:
 
     async def wait(self) -> None:
         """Wait until the counts and builds queued in the background have finished."""
-        while self._runner is not None and not self._runner.done():
-            await asyncio.gather(self._runner, return_exceptions=True)
+        await self._jobs.wait()
 
     async def close(self) -> None:
         """Start nothing new and cancel what runs (a build cut short leaves an invalid index,
         which the next build drops and builds again)."""
-        self._closed = True
-        self._queue.clear()
-        if self._runner is not None:
-            self._runner.cancel()
-        await self.wait()
+        await self._jobs.close()
