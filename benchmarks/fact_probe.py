@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.bootstrap import shown
 from harness.db import fresh_database
-from harness.factusers import SPLITS, FactUser, fact_users
+from harness.factusers import NOW, SPLITS, FactUser, fact_users
 from harness.report import git_revision, machine, publish, table
 from harness.run import moment, parser, run
 from harness.silence import sweep_mismatches
@@ -42,7 +42,6 @@ from recall.config import Settings
 from recall.memory import Memory
 from recall.store import MemoryStore
 
-NOW = "2026-06-15T12:00:00Z"
 # each regime's arguments to `store.find` beyond the user, the text and the moment
 REGIMES: dict[str, dict[str, Any]] = {
     "defaults": {},

@@ -27,7 +27,7 @@ message's evidence), and the data set's own fields. The files of the data sets r
 then joined into .recall/gate-dump/dump.jsonl (`load_rows` reads it). Except in locomo, the
 same message is asked again at the store's limit (3), and the top 3s that differ are counted.
 
-Time: fact and realmem are asked at their benchmarks' moments (fact_probe.py's NOW, each
+Time: fact and realmem are asked at their benchmarks' moments (the fact users' NOW, each
 session's time), lme at each question's date; probe, restatement and locomo, which their
 benchmarks ask at the clock's now, at NOW here, probe's and restatement's turns stored a
 minute apart up to a minute before it (as fact_probe.py does), so a rerun asks the same.
@@ -48,7 +48,9 @@ from typing import Any
 
 import numpy as np
 from harness.db import fresh_database, settle
+from harness.factusers import NOW
 from harness.gatedump import DUMP, OUT, Dump, concat, load_rows, where
+from harness.regimes import LABELS
 from harness.report import ROOT, git_revision, machine, publish, table
 from harness.run import moment, parser, run
 
@@ -57,13 +59,11 @@ from recall.store import MemoryStore
 
 __all__ = ["DATASETS", "DUMP", "OUT", "load_rows", "main"]
 
-# the moment every message is asked, as benchmarks/fact_probe.py's NOW (a script is not another
-# script's library: tests/unit/test_benchmarks.py), and what the other scripts call their users
-NOW = "2026-06-15T12:00:00Z"
+# what the other scripts call their users and read (a script is not another script's library:
+# tests/unit/test_benchmarks.py); every message is asked at the fact users' moment, `NOW`
 PROBE_USER = "probe-user"  # benchmarks/probe.py
 RESTATEMENT_DATA = ROOT / "benchmarks" / "data" / "restatement_probe.json"
 RESTATEMENT_USER = "restating-user"  # benchmarks/restatement_probe.py
-LABELS = {"full": "full", "small": "small-user", "repeated": "repeated-question"}  # locomo.py
 
 LOCOMO_VECTORS = ROOT / ".recall" / "locomo-vectors.npz"
 

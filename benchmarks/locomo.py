@@ -37,7 +37,7 @@ import numpy as np
 from harness.corpus import CATEGORIES, Corpus, load
 from harness.db import fresh_database, settle
 from harness.heldout import small_talk
-from harness.regimes import REGIMES, Regime, Target, Vectors, embed, targets, turn_items
+from harness.regimes import LABELS, REGIMES, Regime, Target, Vectors, embed, targets, turn_items
 from harness.report import git_revision, machine, publish, table
 from harness.run import parser, run
 from harness.silence import SILENCES, SWEEP, Silence, Unanswered, passing, silence, sweep_mismatches
@@ -60,7 +60,6 @@ from recall.store import MemoryStore
 
 KS = (1, 3, 5, 10)
 MODES: tuple[RetrievalMode, ...] = ("semantic", "keyword", "hybrid")
-LABELS = {"full": "full", "small": "small-user", "repeated": "repeated-question"}
 
 
 @dataclass

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from harness.corpus import conversation_pairs
-from harness.data import BATCH, Data, make_data, queries_for, search_call, turns
+from harness.data import BATCH, DIMS, Data, make_data, queries_for, search_call, turns
 from harness.report import ROOT, git_revision, machine, publish, table
 from harness.run import parser, run
 from harness.timing import percentiles
@@ -40,7 +40,6 @@ from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 
 SCRIPT = ROOT / "scripts" / "citus-cluster"
-DIMS = 384
 
 
 async def cluster(*args: str) -> str:

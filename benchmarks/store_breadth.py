@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from harness.data import DIMS
 from harness.items import Items, Query, item_text
 from harness.realtext import namespace_rows, question_vectors, turn_vectors
 from harness.report import git_revision, machine, publish, table
@@ -48,7 +49,6 @@ from recall.db.pool import connect_once
 
 SEED = 47
 PEER_DEFAULT = 40  # pgvector's hnsw.ef_search
-DIMS = 384
 
 
 def namespace_items(pool: np.ndarray, sizes: list[int], rng: np.random.Generator) -> Items:

@@ -2,8 +2,8 @@
 question; what more than one of them needs lives here, never in another script:
 
 - `harness.run`: the entry point (logging as deployed) and the command line;
-- `harness.db`: a fresh database per run (or one kept between runs), settling a table after a load,
-  a bare app-role connection;
+- `harness.db`: a fresh database per run (or one kept between runs), settling a table after a
+  load;
 - `harness.corpus`: the LoCoMo file (turn pairs and questions);
 - `harness.regimes`: LoCoMo's questions asked of the whole conversation, of small users and
   after each was asked once before (who holds which memories, what each question should

@@ -10,11 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from recall.config import Settings
 from recall.store import MemoryStore
 
-from .corpus import conversation_pairs
-from .db import fresh_database, settle
 from .timing import Call
 
 DIMS = 384
@@ -108,21 +105,6 @@ async def load(store: MemoryStore, data: Data) -> None:
     ids = iter(await store.add_turns(turns(data), batch_size=BATCH))
     for user, texts in data.texts.items():
         data.ids[user] = [next(ids) for _ in texts]
-
-
-async def indexed_database(
-    name: str, rows: int, rng: np.random.Generator
-) -> tuple[str, Data, list[str]]:
-    """A fresh database `name` with `rows` memories of the skewed users (LoCoMo texts,
-    clustered synthetic vectors), every large user's HNSW index built (`MemoryStore.optimize`),
-    vacuumed and checkpointed. Returns its URL, the data and the users with an index."""
-    url = await fresh_database(name)
-    async with MemoryStore.connect(Settings(database_url=url, embedding_cache_ttl=0)) as store:
-        data = await make_data(rows, False, store, rng, conversation_pairs())
-        await load(store, data)
-        indexed = await store.optimize()
-    await settle(url)
-    return url, data, indexed
 
 
 def queries_for(data: Data, users: list[str], count: int, rng: np.random.Generator) -> list[Query]:

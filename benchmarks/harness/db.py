@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 
-from pgvector.psycopg import register_vector_async
-from psycopg import AsyncConnection, sql
+from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from psycopg.rows import TupleRow
 
 from recall.db.embedded import EmbeddedServer
 from recall.db.pool import connect_once
-from recall.db.rls import use_app_role
 
 from .report import ROOT
 
@@ -84,19 +81,3 @@ async def settle(url: str, *tables: str) -> None:
         await owner.execute("CHECKPOINT")
     finally:
         await owner.close()
-
-
-async def app_connection(url: str) -> AsyncConnection[TupleRow]:
-    """One connection as the store's are (pgvector types, role recall_app, autocommit), without
-    a pool, with a fresh plan cache.
-
-    Raises:
-        SystemExit: the session cannot take role recall_app (the timings would skip row-level
-            security).
-    """
-    conn = await connect_once(url)
-    await register_vector_async(conn)
-    if not await use_app_role(conn):
-        await conn.close()
-        raise SystemExit("cannot SET ROLE recall_app: the searches would skip row-level security")
-    return conn

@@ -37,6 +37,9 @@ from typing import Literal
 from .heldout import DATA, Turn
 
 FACT_USERS = DATA / "fact_users.json"
+# the moment the fact users are asked (fact_probe.py's default, gate_dump.py's): a fixed one, so
+# that a rerun asks what the run before asked (issue 44)
+NOW = "2026-06-15T12:00:00Z"
 
 Split = Literal["fit", "measure", "fresh"]
 SPLITS: tuple[Split, ...] = ("fit", "measure", "fresh")

@@ -35,6 +35,8 @@ LARGE = "large-0"  # the large user, as latency.py names its largest users
 NOISE = 0.3  # per-vector noise on a large user's pair embedding: cosine to it about 0.96
 OTHER_SESSIONS = 2  # sessions without evidence that a small user holds
 SEED = 20  # issue 20
+# each regime as locomo.py's tables (and the gate dump's splits) name it
+LABELS = {"full": "full", "small": "small-user", "repeated": "repeated-question"}
 
 
 @dataclass(frozen=True, slots=True)

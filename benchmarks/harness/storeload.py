@@ -1,6 +1,6 @@
-"""The stores of `basestore.py` (and `prefix_parts.py`, which times the same data part by
-part): RecallStore and LangGraph's AsyncPostgresStore, each on a database of its own, loaded
-through `abatch` with the same items, or reused from a run before (`--keep`)."""
+"""The stores of `basestore.py` (and `store_breadth.py`): RecallStore and LangGraph's
+AsyncPostgresStore, each on a database of its own, loaded through `abatch` with the same items,
+or reused from a run before (`--keep`)."""
 
 from __future__ import annotations
 

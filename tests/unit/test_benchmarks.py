@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
+DOC = BENCHMARKS.parent / "docs" / "benchmarks.md"
 
 
 @pytest.fixture(autouse=True)
@@ -53,16 +56,53 @@ def _imported_from(tree: ast.Module) -> dict[str, set[str]]:
 
 def test_the_suite_is_the_scripts_that_remain() -> None:
     assert [p.stem for p in SCRIPTS] == [
-        "basestore", "bulk_writers", "consolidation", "default_parts", "default_path", "ef_search",
-        "embedding", "fact_probe",
-        "first_run", "fit_intent", "fit_second_stage", "gate_dump", "gate_rule", "hnsw_frontier",
-        "knowledge_update", "latency", "load",
-        "locomo", "onnx_spin", "pool_size",
-        "prefix_parts", "probe", "realmem",
-        "replica", "restatement_probe", "same_results", "scale_out", "store_breadth", "store_parts",
-        "time_probe",
-        "write_cost",
+        "basestore", "consolidation", "default_parts", "default_path", "embedding", "fact_probe",
+        "first_run", "fit_intent", "fit_second_stage", "gate_dump", "gate_rule",
+        "knowledge_update", "latency", "load", "locomo", "probe", "realmem",
+        "replica", "restatement_probe", "same_results", "scale_out", "store_breadth",
+        "time_probe", "write_cost",
     ]  # fmt: skip
+
+
+def _doc_rows() -> list[tuple[str, str]]:
+    """(script, the rest of its row) for each table row of docs/benchmarks.md whose first
+    column names a script under benchmarks/."""
+    return re.findall(r"^\| `benchmarks/(\w+)\.py` \|(.*)$", DOC.read_text("utf-8"), re.M)
+
+
+def test_the_docs_name_every_script_that_remains_and_where_each_retired_one_lies() -> None:
+    """Decision 0045: docs/benchmarks.md's table of scripts names exactly the scripts under
+    benchmarks/; a retired script's row names instead the commit to read it from."""
+    rows = _doc_rows()
+    retired = {name: row for name, row in rows if "git show" in row}
+    listed = sorted(name for name, row in rows if "git show" not in row)
+    assert listed == [p.stem for p in SCRIPTS]
+    assert retired and not set(retired) & set(listed)
+    for name, row in retired.items():
+        assert re.search(rf"`git show [0-9a-f]{{7,40}}:benchmarks/{name}\.py`", row), name
+
+
+def test_each_retired_script_lies_in_the_commit_the_docs_name() -> None:
+    """The `git show` of each retired script's row finds the file (where the checkout has its
+    history: not in an sdist or a shallow clone)."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("no git here")
+    where = [git, "-C", str(BENCHMARKS.parent)]
+    shallow = subprocess.run(
+        [*where, "rev-parse", "--is-shallow-repository"], capture_output=True, text=True
+    )
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        pytest.skip("no full git history here")
+    pointer = re.compile(r"`git show ([0-9a-f]{7,40}:benchmarks/\w+\.py)`")
+    pointers = [at for _name, row in _doc_rows() for at in pointer.findall(row)]
+    assert pointers
+    missing = [
+        at
+        for at in pointers
+        if subprocess.run([*where, "cat-file", "-e", at], capture_output=True).returncode != 0
+    ]
+    assert not missing, missing
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
@@ -200,7 +240,7 @@ def test_rotated_starts_each_turn_one_further() -> None:
     assert [rotated([2, 4, 10], turn) for turn in range(4)] == [
         [2, 4, 10], [4, 10, 2], [10, 2, 4], [2, 4, 10],
     ]  # fmt: skip
-    assert rotated([2, 4, 10], -1) == [10, 2, 4]  # pool_size's warm-up round
+    assert rotated([2, 4, 10], -1) == [10, 2, 4]  # a warm-up round before turn 0 wraps
 
 
 def test_percentiles_default_to_p50_p95_p99() -> None:

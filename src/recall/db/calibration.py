@@ -11,7 +11,7 @@ which the ten nearest count. The first breadth whose mean recall@10, less 1.645 
 errors, reaches `TARGET` (0.99, what searches must keep) is recorded, with the mean measured
 there and the index's size. An index whose mean stays under `FLOOR` even at 1,000 is recorded
 as such, and searches keep the exact scan. The probes were chosen on one namespace of 3,000
-real turns and LongMemEval's questions (benchmarks/store_parts.py, decision 0030): calibrated
+real turns and LongMemEval's questions (decision 0030, store_parts.py since retired): calibrated
 when the index held 2,000 of them, stored vectors, midpoints of two and means of four each
 chose 40, which left the questions at recall@10 0.985-0.986 at 3,000; calibrated at 3,000, the
 mean of four chose 100 (questions: 0.9995 there, 0.985 at 40, 0.992 at 60, 0.997 at 80).

@@ -67,7 +67,7 @@ class BgeSmallEmbeddings(Embeddings):
             spinning threads take the cores the database needs, and with them asleep the
             default search path was 8% faster at p50 and 18% at p95; a semantic-only search
             was 27% slower at p50 (the threads wake for each query) and 29% faster at p95
-            (`benchmarks/onnx_spin.py`, docs/benchmarks.md "onnx-spin").
+            (docs/benchmarks.md "onnx-spin").
     """
 
     model_name = BGE_MODEL_NAME
