@@ -44,7 +44,7 @@ from harness.silence import SILENCES, SWEEP, Silence, Unanswered, passing, silen
 from harness.timing import percentiles, timed_interleaved
 
 from recall.config import DEFAULT_EMBEDDING_MODEL, RetrievalMode, Settings
-from recall.db.search import keyword_rows, vector_rows
+from recall.db.search_rows import keyword_rows, vector_rows
 from recall.embeddings import Vector
 from recall.memory import Memory
 from recall.search.fusion import (

@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from uuid import UUID
 
 from recall.errors import InvalidInputError
 
@@ -20,7 +19,6 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_SUMMARY_LENGTH",
     "Memory",
-    "MemoryRow",
     "Turn",
     "clean_id",
     "clean_text",
@@ -86,31 +84,6 @@ class Memory:
     kind: str = "turn"
     score: float | None = None
     explanation: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryRow:
-    """One memory as a read or a search returns it: the columns of `recall.search_hit`
-    (migration 0005), which every memory-returning block of `queries.sql` selects by name.
-
-    `recall.search.ranking.row_memory` turns it into a `Memory`.
-
-    Attributes:
-        id: the memory's uuid.
-        conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
-        distance: cosine distance to the query vector; None where there was no vector.
-        bm25: the keyword score; None outside keyword search.
-    """
-
-    id: UUID
-    conversation_id: str | None
-    user_message: str
-    ai_response: str
-    created_at: datetime
-    metadata: dict[str, Any]
-    kind: str
-    distance: float | None
-    bm25: float | None
 
 
 def library_bytes(max_length: int) -> int:

@@ -13,9 +13,9 @@ from langchain_core.language_models import FakeListChatModel
 from recall.config import Settings
 from recall.creation.consolidate import Consolidator
 from recall.creation.extraction import RunnableExtractor
-from recall.db.rows import PendingConversation
 from recall.errors import InvalidInputError
 from recall.memory import make_turn
+from recall.rows import PendingConversation
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 

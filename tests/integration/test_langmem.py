@@ -21,7 +21,7 @@ from langmem import (
 )
 
 from recall import RecallStore
-from recall.example.notes import NO_USER, NOTHING_FOUND, build_notes_graph
+from recall.example.notes_graph import NO_USER, NOTHING_FOUND, build_notes_graph
 from tests.conftest import Databases
 
 pytestmark = pytest.mark.model  # the project's default offline embedder, as a user gets it

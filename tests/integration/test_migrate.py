@@ -14,8 +14,8 @@ from recall.db.migrate import (
     pending_migrations,
 )
 from recall.db.pool import connect_once
-from recall.db.rows import VectorExtension
 from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError
+from recall.rows import VectorExtension
 from tests.conftest import Databases
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from structlog.testing import capture_logs
 
 from recall.config import RetrievalMode
-from recall.creation.notes import read_notes
+from recall.creation.markdown_notes import read_notes
 from recall.errors import InvalidInputError
 from recall.memory import Memory
 from recall.nodes import create_retrieve_memories_node
@@ -244,8 +244,8 @@ async def test_notes_are_imported_and_searchable(
     ids = await store.add_turns(notes)
     assert await store.add_turns(read_notes(tmp_path, user)) == ids  # re-import: nothing new
     hits = await store.keyword_search(user, "ErsatzTV")
-    # the file's day at noon UTC (recall.creation.notes), compared as an instant: the day of
-    # the month it reads as is the server's time zone's (initdb takes the machine's), and at
+    # the file's day at noon UTC (recall.creation.markdown_notes), compared as an instant: the
+    # day of the month it reads as is the server's time zone's (initdb takes the machine's), and at
     # UTC+13 (New Zealand in February) or +14 noon UTC is already the next day
     assert hits[0].kind == "note" and hits[0].created_at == datetime(2026, 2, 15, 12, tzinfo=UTC)
     assert hits[0].metadata["source"] == "memory/2026-02-15.md"

@@ -13,11 +13,14 @@ import pytest
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from recall.db.rows import (
+from recall.db.sql import _row_factory, query
+from recall.memory import make_turn
+from recall.rows import (
     AddedMemory,
     ChatSummary,
     EmbeddingSpace,
     InsertedMemory,
+    MemoryRow,
     NearestSummary,
     PendingConversation,
     PendingTurn,
@@ -28,8 +31,6 @@ from recall.db.rows import (
     UserPlan,
     VectorExtension,
 )
-from recall.db.sql import _row_factory, query
-from recall.memory import MemoryRow, make_turn
 from recall.store import MemoryStore
 
 Params = Callable[[dict[str, Any]], dict[str, Any]]

@@ -13,8 +13,8 @@ import pytest
 
 from recall.config import Settings
 from recall.errors import InvalidInputError
+from recall.rows import CandidateRow
 from recall.search.asking import AskingModel
-from recall.search.candidates import CandidateRow
 from recall.search.features import GATE_FEATURES, RANK_FEATURES
 from recall.search.fusion import default_fusion
 from recall.search.keywords import keywords_from_text

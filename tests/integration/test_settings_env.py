@@ -589,7 +589,7 @@ async def test_recall_hnsw_ef_construction(env: ProcessEnv, user: str) -> None:
 def vector_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """The keyword arguments of every vector search statement the store runs."""
     import recall.store.candidates as store_search
-    from recall.db.search import vector_rows as real
+    from recall.db.search_rows import vector_rows as real
 
     calls: list[dict[str, Any]] = []
 

@@ -10,8 +10,7 @@ from uuid import UUID
 
 import numpy as np
 
-from recall.memory import MemoryRow
-from recall.search.candidates import CandidateRow
+from recall.rows import CandidateRow, MemoryRow
 
 NOW = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
 DIMS = 384

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import UUID
 
-from recall.search.candidates import ScopedRow, split_scoped
+from recall.rows import ScopedRow
+from recall.search.assembly import split_scoped
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -19,6 +19,7 @@ FLOORS: dict[str, int] = {
     "errors": 0,
     "limits": 0,
     "memory": 0,
+    "rows": 0,
     "messages": 0,
     "metrics": 0,
     "logs": 0,
@@ -136,6 +137,32 @@ def test_only_the_storage_layers_run_sql() -> None:
     """PostgreSQL's (`recall.db`) and the writer's local SQLite queue (`recall.outbox`)."""
     wrong = _uses_outside({"db", "outbox"}, _sql_call)
     assert not wrong, "\n".join(wrong)
+
+
+def test_each_module_name_appears_once() -> None:
+    """Issue 48: two `search.py` (the store's and the storage layer's), two `candidates.py`, ...
+    made a traceback or an import line ambiguous; a name says which module it is."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        if path.stem not in TOP:
+            seen.setdefault(path.stem, []).append(str(path.relative_to(SRC)))
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, twice
+
+
+def test_the_row_types_live_on_the_lowest_floor() -> None:
+    """Issue 48: every row type read from the database is in `recall.rows` (floor 0), so the
+    storage layer and the search floor share them without importing each other for them."""
+    import recall.rows
+
+    for path, _unit, tree in _modules():
+        if path.name == "rows.py":
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Row"):
+                pytest.fail(f"{path.relative_to(SRC)} defines {node.name}: it belongs in rows.py")
+    assert {"MemoryRow", "CandidateRow", "TermRow", "DetailRow"} <= set(recall.rows.__all__)
+    assert FLOORS["rows"] == 0
 
 
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))

@@ -9,7 +9,8 @@ from uuid import uuid4
 
 import pytest
 
-from recall.memory import MemoryRow, make_turn
+from recall.memory import make_turn
+from recall.rows import MemoryRow
 from recall.store.repeats import Repeats
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from recall.errors import ConfigError
+from recall.rows import CandidateRow
 from recall.search.asking import AskingModel
-from recall.search.candidates import CandidateRow
 from recall.search.features import (
     GATE_FEATURES,
     RANK_FEATURES,

@@ -31,9 +31,9 @@ from recall.db.items import (
     search_items,
     write_items,
 )
-from recall.db.rows import StoreItemRow
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
+from recall.rows import StoreItemRow
 from recall.search.fusion import default_fusion
 from recall.search.keywords import keywords_from_text
 

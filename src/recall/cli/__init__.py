@@ -1,6 +1,6 @@
 """The `recall` command. Top floor: may import anything below; nothing in `recall` imports it.
 
-One module per topic (`database`, `memories`, `importing`, `maintenance`, `chat`), each with
+One module per topic (`database`, `user_memories`, `importing`, `upkeep`, `chat`), each with
 its own Typer app merged here; what they share is in `invocation` (settings, errors, the
 store), `admin` (the admin connection, the model), `options` and `output`.
 """
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from recall.cli import chat, database, importing, maintenance, memories
+from recall.cli import chat, database, importing, upkeep, user_memories
 from recall.cli.invocation import settings_of
 from recall.logs import configure_logging
 
@@ -24,7 +24,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for topic in (database.app, memories.app, importing.app, maintenance.app, chat.app):
+for topic in (database.app, user_memories.app, importing.app, upkeep.app, chat.app):
     app.add_typer(topic)
 
 

@@ -249,7 +249,7 @@ def import_notes(
 ) -> None:
     """Import MEMORY.md and memory/YYYY-MM-DD.md notes as searchable memories (one per
     paragraph, dated by file name). Re-running it stores nothing twice."""
-    from recall.creation.notes import note_files, read_notes
+    from recall.creation.markdown_notes import note_files, read_notes
 
     files = note_files(directory)
     if not files:

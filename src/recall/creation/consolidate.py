@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import structlog
 
 from recall.creation.extraction import MemoryExtractor, MemoryObject, Summarizer
-from recall.db.rows import PendingTurn
 from recall.memory import MAX_SUMMARY_LENGTH, make_turn
+from recall.rows import PendingTurn
 from recall.store import MemoryStore
 from recall.store.shared import StoreProvider, provider_for
 

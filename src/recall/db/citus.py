@@ -8,9 +8,9 @@ from typing import Any
 
 from psycopg import AsyncConnection, sql
 
-from recall.db.rows import ShardResult
 from recall.db.sql import fetch_all, fetch_value, run
 from recall.errors import StoreError
+from recall.rows import ShardResult
 
 __all__ = ["is_citus", "keep_inline"]
 

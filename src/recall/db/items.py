@@ -17,9 +17,9 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import class_row
 
 from recall.db.filters import CompiledFilter
-from recall.db.rows import StoreItemRow
 from recall.db.sql import fetch_all, query, run
 from recall.embeddings import Vector
+from recall.rows import StoreItemRow
 
 __all__ = [
     "IndexScan",

@@ -11,10 +11,17 @@ from uuid import UUID
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from recall.db.rows import AddedMemory, ConversationSummary, ForgottenUser, TurnWrite, UserPlan
 from recall.db.sql import fetch_all, fetch_one, fetch_value, fetch_values, run
 from recall.embeddings import Vector
-from recall.memory import MemoryRow, Turn
+from recall.memory import Turn
+from recall.rows import (
+    AddedMemory,
+    ConversationSummary,
+    ForgottenUser,
+    MemoryRow,
+    TurnWrite,
+    UserPlan,
+)
 
 __all__ = [
     "MEMORY_COLUMNS",

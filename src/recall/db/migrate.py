@@ -19,9 +19,9 @@ import structlog
 from psycopg import AsyncConnection, sql
 
 from recall.db.citus import is_citus, keep_inline
-from recall.db.rows import EmbeddingSpace, VectorExtension
 from recall.db.sql import fetch_one, fetch_value, fetch_values, run
 from recall.errors import EmbeddingMismatchError, ExtensionMissingError, MigrationError, StoreError
+from recall.rows import EmbeddingSpace, VectorExtension
 
 __all__ = [
     "MIN_PGVECTOR",

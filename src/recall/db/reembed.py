@@ -5,7 +5,7 @@ Same dimension: rows are re-embedded in place, batch by batch. Another dimension
 one short transaction swaps the columns and the per-user indexes are rebuilt.
 
 Either way, a turn is embedded with its user text and its reply's own words (decision 0038),
-and turns stored before that decision are brought over to them last (`recall.db.ownwords`).
+and turns stored before that decision are brought over to them last (`recall.db.ownwords_backfill`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from psycopg import AsyncConnection, sql
 
 from recall.db.citus import is_citus, keep_inline
 from recall.db.migrate import lock_schema
-from recall.db.ownwords import bring_over
-from recall.db.rows import EmbeddingSpace, ReembedRow
+from recall.db.ownwords_backfill import bring_over
 from recall.db.sql import fetch_all, fetch_one, query, run
 from recall.embeddings import Embedder
 from recall.memory import embedding_text, own_words
+from recall.rows import EmbeddingSpace, ReembedRow
 
 __all__ = ["reembed"]
 
@@ -70,8 +70,8 @@ async def reembed(
     on_progress: Progress | None = None,
 ) -> int:
     """Re-embed every memory not embedded by `embedder`, then bring the turns stored before
-    decision 0038 over to their own words (`recall.db.ownwords.bring_over`); return how many
-    memories were rebuilt (a memory both rebuilt and brought over counts twice).
+    decision 0038 over to their own words (`recall.db.ownwords_backfill.bring_over`); return
+    how many memories were rebuilt (a memory both rebuilt and brought over counts twice).
 
     `conn` must be autocommit and have pgvector registered. Per-user indexes are dropped by a
     dimension change; call `MemoryStore.optimize()` afterwards to rebuild them.

@@ -7,8 +7,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from recall.db.rows import StoreStats, UserBucket
 from recall.db.sql import fetch_all, fetch_one
+from recall.rows import StoreStats, UserBucket
 
 __all__ = ["store_stats", "user_buckets"]
 

@@ -1,6 +1,6 @@
 """The learned second stage's features (docs/retrieval.md, decision 0024).
 
-Two kinds, both computed from the candidates (`recall.search.candidates`) and the query alone:
+Two kinds, both computed from the candidates (`recall.rows.CandidateRow`) and the query alone:
 
 - per candidate (`RANK_FEATURES`), what the ranker orders by: its cosine; its BM25 normalised by
   the query (over the idf of the query's terms, so it means the same for any user) and the share
@@ -36,9 +36,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from recall.rows import CandidateRow
+from recall.search.assembly import vector_of
 from recall.search.bm25 import idf as term_idf
 from recall.search.bm25 import saturated
-from recall.search.candidates import CandidateRow, vector_of
 from recall.search.echo import CACHED_TEXTS, is_question
 
 __all__ = [

@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any
 
 from recall.errors import ConfigError
-from recall.memory import MemoryRow
+from recall.rows import MemoryRow
 from recall.search.bm25 import saturated
 from recall.search.rankers import Ask, CandidateSource, Gathered, Query, shipped_model
 from recall.search.ranking import cosine

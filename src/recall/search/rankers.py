@@ -28,8 +28,7 @@ from recall.errors import ConfigError
 
 if TYPE_CHECKING:
     from recall.embeddings import Vector
-    from recall.memory import MemoryRow
-    from recall.search.candidates import CandidateRow, TermRow
+    from recall.rows import CandidateRow, MemoryRow, TermRow
 
 __all__ = [
     "MODELS",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from recall.memory import Memory, MemoryRow
-from recall.search.candidates import CandidateRow
+from recall.memory import Memory
+from recall.rows import CandidateRow, MemoryRow
 
 __all__ = ["cosine", "row_memory"]
 

@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from recall.errors import ConfigError
+from recall.rows import CandidateRow
 from recall.search.asking import AskingModel
-from recall.search.candidates import CandidateRow
 from recall.search.features import (
     GATE_FEATURES,
     RANK_FEATURES,

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from recall.db.bulk import copy_turns, import_clock
+from recall.db.copying import copy_turns, import_clock
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError, StoreError
 from recall.memory import Turn

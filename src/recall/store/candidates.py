@@ -13,10 +13,11 @@ from cachetools import TTLCache
 from psycopg import AsyncConnection
 
 from recall.db.memories import user_plan
-from recall.db.search import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
+from recall.db.search_rows import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
-from recall.memory import MemoryRow, own_words
-from recall.search.candidates import CandidateRow, DetailRow, TermRow, assemble, split_scoped
+from recall.memory import own_words
+from recall.rows import CandidateRow, DetailRow, MemoryRow, TermRow
+from recall.search.assembly import assemble, split_scoped
 from recall.search.echo import is_small_talk, is_unanswered
 from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store.core import Plan, StoreCore

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from recall.db import conversations as db
+from recall.db import conversation_state as db
 from recall.db.memories import conversation_recent as recent_rows
-from recall.db.rows import ChunkStored, PendingConversation, PendingTurn
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import KINDS, Memory, Turn, clean_id
+from recall.rows import ChunkStored, PendingConversation, PendingTurn
 from recall.search.ranking import row_memory
 from recall.store.checks import check_limit, check_threshold
 from recall.store.core import StoreCore

@@ -23,12 +23,11 @@ from psycopg_pool import AsyncConnectionPool
 
 from recall.config import RetrievalMode, Settings
 from recall.db.pool import Database
-from recall.db.rows import ConversationSummary
 from recall.embeddings import Embedder, Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, Turn
 from recall.outbox import Outbox
-from recall.search.candidates import CandidateRow, TermRow
+from recall.rows import CandidateRow, ConversationSummary, TermRow
 from recall.search.provenance import Provenance
 from recall.search.rankers import Ranker
 from recall.store.bulk import Bulk, ImportProgress

@@ -18,9 +18,9 @@ from recall.db.memories import (
     restatements_of,
     user_summaries,
 )
-from recall.db.rows import ConversationSummary
 from recall.errors import InvalidInputError
 from recall.memory import KINDS, Memory, clean_id
+from recall.rows import ConversationSummary
 from recall.search.provenance import Provenance
 from recall.search.ranking import row_memory
 from recall.store.checks import check_limit, memory_key

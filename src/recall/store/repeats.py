@@ -11,7 +11,8 @@ import structlog
 from recall.db.memories import add_turn, count_repeat
 from recall.embeddings import Vector
 from recall.errors import StoreError
-from recall.memory import Memory, MemoryRow, Turn, content_hash, embedding_text
+from recall.memory import Memory, Turn, content_hash, embedding_text
+from recall.rows import MemoryRow
 from recall.search.provenance import near_duplicate
 from recall.search.ranking import row_memory
 from recall.store.core import StoreCore

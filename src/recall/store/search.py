@@ -12,11 +12,11 @@ from datetime import datetime
 import numpy as np
 
 from recall.config import RetrievalMode, parse_mode
-from recall.db.search import keyword_rows
+from recall.db.search_rows import keyword_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.memory import Memory, clean_id, clean_text
-from recall.search.candidates import TermRow
+from recall.rows import TermRow
 from recall.search.keywords import keywords_from_text, parse_keywords
 from recall.search.rankers import Ask, Query
 from recall.search.ranking import cosine, row_memory

@@ -25,10 +25,10 @@ import structlog
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from recall.db.rows import OwnWordsRow, ReembedRow
 from recall.db.sql import fetch_all, fetch_value, run
 from recall.embeddings import Embedder
 from recall.memory import embedding_text
+from recall.rows import OwnWordsRow, ReembedRow
 from recall.search.ownwords import own_part
 from recall.search.provenance import Provenance
 

@@ -10,8 +10,7 @@ from psycopg import AsyncConnection
 
 from recall.db.sql import fetch_all
 from recall.embeddings import Vector
-from recall.memory import MemoryRow
-from recall.search.candidates import DetailRow, ScopedRow, TermRow
+from recall.rows import DetailRow, MemoryRow, ScopedRow, TermRow
 from recall.search.keywords import KeywordQuery
 
 __all__ = ["detail_rows", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]

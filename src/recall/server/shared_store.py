@@ -1,6 +1,6 @@
 """The store the example server gives its graphs (`runtime.store`, `get_store()`) and its
 `/store` API: a `RecallStore` on the project's database, named in langgraph.json as
-`"store": {"path": "./src/recall/server/store.py:generate_store"}`.
+`"store": {"path": "./src/recall/server/shared_store.py:generate_store"}`.
 
 The LangGraph server enters `generate_store()` once per worker thread and leaves it on
 shutdown. Items are embedded with the project's offline model (`RECALL_EMBEDDING_MODEL`), every

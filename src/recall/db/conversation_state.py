@@ -13,7 +13,10 @@ import psycopg
 from psycopg import AsyncConnection
 
 from recall.db.memories import memory_params
-from recall.db.rows import (
+from recall.db.sql import fetch_all, fetch_one, run
+from recall.embeddings import Vector
+from recall.memory import Turn
+from recall.rows import (
     ChatSummary,
     ChunkStored,
     InsertedMemory,
@@ -22,9 +25,6 @@ from recall.db.rows import (
     PendingTurn,
     Progress,
 )
-from recall.db.sql import fetch_all, fetch_one, run
-from recall.embeddings import Vector
-from recall.memory import Turn
 
 __all__ = [
     "chat_summary",

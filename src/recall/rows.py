@@ -1,6 +1,13 @@
-"""The rows the storage layer returns, one frozen dataclass per result shape. Field names are
-the blocks' column names (`recall.db.sql.fetch_all` builds them by name). A memory read or
-search row, which the search floor ranks, is `recall.memory.MemoryRow`."""
+"""The rows recall reads from the database, one frozen dataclass per result shape, on the
+lowest floor: the storage layer returns them and the search floor ranks them, and neither
+imports the other for them (issue 48). Field names are the SQL blocks' column names
+(`recall.db.sql.fetch_all` builds them by name).
+
+A memory read or search row is `MemoryRow`; the second stage's candidate is `CandidateRow`, put
+together (`recall.search.assembly.assemble`) from `TermRow` (`recall.search_terms`: the keyword
+side, no vector) and `DetailRow` (`recall.search_details`: the vector side and the
+neighbours); for a large user both come from one call, `recall.search_scoped` (`ScopedRow`).
+"""
 
 from __future__ import annotations
 
@@ -12,27 +19,160 @@ from uuid import UUID
 
 __all__ = [
     "AddedMemory",
+    "CandidateRow",
     "ChatSummary",
     "ChunkStored",
     "ConversationSummary",
+    "DetailRow",
     "EmbeddingSpace",
     "ForgottenUser",
     "ImportedId",
     "InsertedMemory",
+    "MemoryRow",
     "NearestSummary",
     "OwnWordsRow",
     "PendingConversation",
     "PendingTurn",
     "Progress",
     "ReembedRow",
+    "ScopedRow",
     "ShardResult",
     "StoreItemRow",
     "StoreStats",
+    "StoredNear",
+    "TermRow",
     "TurnWrite",
     "UserBucket",
     "UserPlan",
     "VectorExtension",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow:
+    """One memory as a read or a search returns it: the columns of `recall.search_hit`
+    (migration 0005), which every memory-returning block of `queries.sql` selects by name.
+
+    `recall.search.ranking.row_memory` turns it into a `Memory`.
+
+    Attributes:
+        id: the memory's uuid.
+        conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
+        distance: cosine distance to the query vector; None where there was no vector.
+        bm25: the keyword score; None outside keyword search.
+    """
+
+    id: UUID
+    conversation_id: str | None
+    user_message: str
+    ai_response: str
+    created_at: datetime
+    metadata: dict[str, Any]
+    kind: str
+    distance: float | None
+    bm25: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class TermRow:
+    """A row of `recall.search_terms`: a memory holding a query term (its BM25 and the terms'
+    numbers, 1-based), or, with `id` None, the query terms' document frequencies and the number
+    of memories they were counted over (the function's `avgdl` column is not selected: BM25
+    reads it in SQL and nothing in Python does)."""
+
+    id: UUID | None
+    bm25: float | None
+    matched: list[int] | None
+    term_df: list[float] | None
+    memories: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredNear:
+    """A memory as stored, with its cosine distance to the query: what a detail row and a
+    candidate begin with (in this order: the row factory builds a `DetailRow` positionally)."""
+
+    id: UUID
+    conversation_id: str | None
+    user_message: str
+    ai_response: str
+    created_at: datetime
+    metadata: dict[str, Any]
+    kind: str
+    distance: float
+
+
+@dataclass(frozen=True, slots=True)
+class DetailRow(StoredNear):
+    """A row of `recall.search_details`: a memory with its distance to the query, its vector,
+    its number of lexemes, and the turns before and after it in its conversation."""
+
+    embedding: Any
+    doc_len: int
+    prev_id: UUID | None
+    prev_distance: float | None
+    next_id: UUID | None
+    next_distance: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedRow:
+    """A row of `recall.search_scoped` (migration 0021): by `part`, the terms' statistics (0) or
+    a memory holding a query term (1), as a `TermRow`, or a candidate's details (2), as a
+    `DetailRow`, with `near` its place among the nearest (1-based; None when only BM25 brought
+    it)."""
+
+    part: int
+    near: int | None
+    id: UUID | None
+    bm25: float | None
+    matched: list[int] | None
+    term_df: list[float] | None
+    memories: float | None
+    conversation_id: str | None
+    user_message: str | None
+    ai_response: str | None
+    created_at: datetime | None
+    metadata: dict[str, Any] | None
+    kind: str | None
+    distance: float | None
+    embedding: Any
+    doc_len: int | None
+    prev_id: UUID | None
+    prev_distance: float | None
+    next_id: UUID | None
+    next_distance: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRow(StoredNear):
+    """One candidate of a search, as the second stage sees it (`assemble`).
+
+    Attributes:
+        id, conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
+        distance: cosine distance to the query vector.
+        bm25: its BM25 for the query (0 when it holds no query term).
+        embedding: its stored vector.
+        doc_len: its number of lexemes.
+        matched: the query terms it holds, as numbers (1-based) into `term_df`.
+        prev_*, next_*: the distance, terms and BM25 of the turn before and after it in its
+            conversation (None, empty and 0 where there is none).
+        term_df: each query term's number of memories of the user holding it.
+        memories: the user's number of memories.
+    """
+
+    bm25: float
+    embedding: Any  # pgvector's Vector or a numpy array: read it with `vector_of`
+    doc_len: int
+    matched: list[int]
+    prev_distance: float | None
+    prev_matched: list[int]
+    prev_bm25: float
+    next_distance: float | None
+    next_matched: list[int]
+    next_bm25: float
+    term_df: list[float]
+    memories: float
 
 
 @dataclass(frozen=True, slots=True)

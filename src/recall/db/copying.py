@@ -9,10 +9,10 @@ from uuid import UUID
 from psycopg import AsyncConnection
 
 from recall.db.memories import MEMORY_COLUMNS, memory_params
-from recall.db.rows import ImportedId
 from recall.db.sql import fetch_all, fetch_value, query, run
 from recall.embeddings import Vector
 from recall.memory import Turn
+from recall.rows import ImportedId
 
 __all__ = ["copy_turns", "import_clock"]
 
