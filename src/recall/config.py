@@ -21,6 +21,7 @@ __all__ = [
     "RETRIEVAL_MODES",
     "RetrievalMode",
     "Settings",
+    "StoreMode",
     "default_data_home",
     "default_model_cache_dir",
     "force_offline_hub",
@@ -36,6 +37,10 @@ EMBEDDING_BACKENDS = ("onnx", "torch")  # how all-MiniLM-L6-v2 runs (recall.embe
 # entry point that takes one (Settings, the store, the CLI, the inspector, RecallStore)
 RetrievalMode = Literal["semantic", "keyword", "hybrid"]
 RETRIEVAL_MODES: tuple[str, ...] = get_args(RetrievalMode)
+# what one search of RecallStore's items runs as (recall.db.items): a retrieval mode, or
+# "recent" (newest first) when there is no query, or no vector to rank by; built from
+# RetrievalMode so the modes are listed once
+StoreMode = Literal[RetrievalMode, "recent"]
 # a century: the longest age limit retention takes (a cutoff that far back is a valid date)
 MAX_RETENTION_DAYS = 36500
 
@@ -92,7 +97,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "str | None": _parse_optional_str,
     "int | None": _parse_optional_int,
     "Path": lambda raw: Path(raw.strip()),
-    "RetrievalMode": str.strip,  # checked in __post_init__
+    "RetrievalMode": str.strip,  # checked in __post_init__ (parse_mode)
     "RetrievalMode | None": str.strip,
 }
 
@@ -205,6 +210,8 @@ class Settings:
     # over 60 lines: one flat table of checks, a line or a few each, read top to bottom
     def __post_init__(self) -> None:
         self._take_old_mode()
+        # the one check of a mode, the store's: a bad RECALL_MODE fails here with its message
+        parse_mode(self.mode, ConfigError, _env("mode"))
         checks: list[tuple[str, bool, str]] = [
             (
                 "max_memories",
@@ -245,7 +252,6 @@ class Settings:
                 0.0 <= self.store_breadth_sample <= 1.0,
                 "must be between 0 and 1 (0: breadth from probes only)",
             ),
-            ("mode", self.mode in RETRIEVAL_MODES, "must be semantic, keyword or hybrid"),
             ("hybrid_candidates", 1 <= self.hybrid_candidates <= 1000, "must be 1 to 1000"),
             ("consolidation_chunk_size", self.consolidation_chunk_size >= 1, "must be >= 1"),
             ("dedup_threshold", 0.0 < self.dedup_threshold <= 1.0, "must be in (0, 1]"),
@@ -300,7 +306,7 @@ class Settings:
             DeprecationWarning,
             stacklevel=4,
         )
-        parse_mode(old, lambda m: ConfigError(f"{_env('retrieval_mode')}: {m}"))
+        parse_mode(old, ConfigError, _env("retrieval_mode"))
         if self.mode not in ("hybrid", old):
             raise ConfigError(
                 f"{_env('mode')}={self.mode!r} and the deprecated {_env('retrieval_mode')}="

@@ -1,13 +1,20 @@
-"""How many memories one call may ask for: the store's check, which the settings use too, so a
-limit the store would refuse fails when the process starts (issue 48)."""
+"""How many memories one call may ask for, and how many it gets when it does not say: the
+store's check, which the settings use too, so a limit the store would refuse fails when the
+process starts, and the defaults of the calls that list memories, each defined here once and
+used by the store and by every caller that shows its number (issue 48)."""
 
 from __future__ import annotations
 
 from recall.errors import InvalidInputError
 
-__all__ = ["MAX_LIMIT", "check_limit"]
+__all__ = ["KEYWORD_LIMIT", "MAX_LIMIT", "PAGE_SIZE", "RECENT_LIMIT", "check_limit"]
 
 MAX_LIMIT = 1000
+# a search's own default is `Settings.max_memories` (RECALL_MAX_MEMORIES): the store resolves it
+KEYWORD_LIMIT = 5  # `MemoryStore.keyword_search` and the keyword-search node
+# `MemoryStore.recent` and `conversation_recent`, the RecentMemory node, `recall recent`
+RECENT_LIMIT = 5
+PAGE_SIZE = 20  # `MemoryStore.page` and the inspector's pages (its list and its search)
 
 
 def check_limit(limit: object, name: str = "limit") -> int:

@@ -11,10 +11,13 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from recall.limits import PAGE_SIZE
 from recall.search.provenance import Provenance
 from recall.server import inspector
 from recall.store import MemoryStore
+from recall.store.results import SearchResult
 from recall.store.shared import set_default_store
+from recall.testing import FakeEmbeddings
 
 TOKENS = {"alice": "tok-alice", "bob": "tok-bob"}
 
@@ -123,6 +126,81 @@ async def test_search_returns_scores_and_stays_within_the_user(
         ), mode
 
 
+def _answer(body: dict[str, Any]) -> list[tuple[str, float, bool]]:
+    return [(m["id"], m["score"], m["passes"]) for m in body["memories"]]
+
+
+def _found(result: SearchResult) -> list[tuple[str, float | None, bool]]:
+    return [(f.memory.id, f.memory.score, f.passes) for f in result.found]
+
+
+async def test_a_search_without_a_mode_takes_the_stores(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    """Issue 48: the mode left out is the store's (RECALL_MODE), and the answer says which."""
+    await _seed(store, users["alice"], 3)
+    for mode in ("semantic", "keyword"):
+        own = store.settings.replace(mode=mode)
+        async with MemoryStore.connect(own, embeddings=FakeEmbeddings(64)) as served:
+            set_default_store(served)
+            response = await client.get(
+                "/recall/api/search",
+                params={"q": "fact number 1"},
+                headers=_auth(users, "alice"),
+            )
+        set_default_store(store)
+        assert response.status_code == 200 and response.json()["mode"] == mode
+        assert response.json()["memories"], mode
+
+
+async def test_a_long_query_is_cut_as_the_store_cuts_it(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    """Issue 48: the inspector refused a query over RECALL_MAX_QUERY_LENGTH that the store
+    (and so the agent) would have cut; it passes it on, and the store cuts it."""
+    alice = users["alice"]
+    await _seed(store, alice, 4)
+    cut = store.settings.max_query_length
+    kept = ("fact number 2 " * cut)[:cut]
+    beyond = "fact number 3 about somebody else entirely " * 10
+    response = await client.get(
+        "/recall/api/search", params={"q": kept + beyond}, headers=_auth(users, "alice")
+    )
+    assert response.status_code == 200, response.text
+    # the answer for the first `cut` characters, as the store gives it for the whole text
+    for asked in (kept, kept + beyond):
+        direct = await store.find(
+            alice, asked, PAGE_SIZE, explain=True, kept_out=True, intent=False
+        )
+        assert _answer(response.json()) == _found(direct)
+    assert response.json()["memories"]
+
+
+async def test_the_default_search_and_page_are_the_stores_one_page_each(
+    client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
+) -> None:
+    """Issue 48: the search API's default page was 10 while the page asked for 20 (and the
+    list's 20 was written twice): one size (`recall.limits.PAGE_SIZE`), which the page leaves
+    to the API, and the default search is the store's own at that size."""
+    alice = users["alice"]
+    await _seed(store, alice, PAGE_SIZE + 5)
+    listed = await client.get("/recall/api/memories", headers=_auth(users, "alice"))
+    assert len(listed.json()["memories"]) == PAGE_SIZE and listed.json()["next"]
+    found = await client.get(
+        "/recall/api/search", params={"q": "fact number 7"}, headers=_auth(users, "alice")
+    )
+    body = found.json()
+    direct = await store.find(
+        alice, "fact number 7", PAGE_SIZE, explain=True, kept_out=True, intent=False
+    )
+    assert body["mode"] == store.settings.mode and len(body["memories"]) == PAGE_SIZE
+    assert _answer(body) == _found(direct)
+    # the page names no limit in its requests: it asks for the API's page
+    script = (await client.get("/recall/ui/inspector.js")).text
+    code = "\n".join(line.split("//")[0] for line in script.splitlines())
+    assert "limit" not in code
+
+
 async def test_a_user_cannot_delete_another_users_memory(
     client: httpx.AsyncClient, store: MemoryStore, users: dict[str, str]
 ) -> None:
@@ -161,7 +239,6 @@ async def test_forget_needs_confirmation_and_erases_only_the_caller(
         ("/recall/api/search", 400),
         ("/recall/api/search?q=%20%20", 400),
         ("/recall/api/search?q=x&mode=fuzzy", 400),
-        ("/recall/api/search?q=" + "a" * 5000, 400),
         ("/recall/api/memories/not-a-uuid", 405),
         ("/recall/ui/secrets.txt", 404),
     ],

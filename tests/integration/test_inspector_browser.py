@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -46,7 +47,7 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.remote.webelement import WebElement  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +61,11 @@ async def ui_db(databases: Databases) -> str:
     return url
 
 
-@pytest.fixture(scope="module")
-def app_url(ui_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def _serve(ui_db: str, work: Path, **settings: str) -> Iterator[str]:
+    """The app (its inspector) on a free port over `ui_db`, with `RECALL_*` `settings` beside
+    the test's own; its URL once it answers."""
     port = free_port()
-    work = tmp_path_factory.mktemp("inspector")
     env = {
         **os.environ,
         "RECALL_DATABASE_URL": ui_db,
@@ -71,6 +73,7 @@ def app_url(ui_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         "RECALL_MODEL_CACHE_DIR": str(ROOT / ".recall" / "models"),
         "RECALL_QUEUE_PATH": str(work / "outbox.sqlite3"),
         "HF_HUB_OFFLINE": "1",
+        **{f"RECALL_{name.upper()}": value for name, value in settings.items()},
     }
     log = (work / "app.log").open("w")
     proc = subprocess.Popen(
@@ -97,6 +100,19 @@ def app_url(ui_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(ui_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _serve(ui_db, tmp_path_factory.mktemp("inspector")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def semantic_url(ui_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app again with RECALL_MODE=semantic (issue 48: the page follows the server)."""
+    with _serve(ui_db, tmp_path_factory.mktemp("semantic"), mode="semantic") as url:
+        yield url
 
 
 @pytest.fixture
@@ -193,3 +209,45 @@ def test_a_wrong_token_is_refused_on_the_page(app_url: str, browser: WebDriver) 
     assert "not accepted" in browser.find_element(By.ID, "signin-error").text
     assert not browser.find_element(By.ID, "inspector").is_displayed()
     assert Path(SHOTS).is_dir()
+
+
+# the page's own requests, recorded: `fetch` wrapped from outside the page (WebDriver's script
+# runs outside the page's Content Security Policy), then the URLs it asked, in order
+RECORD_REQUESTS = """
+window.asked = [];
+const sent = window.fetch;
+window.fetch = (url, options) => {
+  window.asked.push(String(url));
+  return sent.call(window, url, options);
+};
+"""
+
+
+def _searches(driver: WebDriver) -> list[str]:
+    return [u for u in driver.execute_script("return window.asked") if "/recall/api/search" in u]
+
+
+def test_the_page_searches_in_the_servers_mode_unless_one_is_picked(
+    semantic_url: str, browser: WebDriver
+) -> None:
+    """Issue 48: the page sent mode=hybrid whatever RECALL_MODE said; it sends a mode only when
+    one is picked, and no limit (the API's page size is the one default), and says which mode
+    the store used."""
+    _sign_in(browser, semantic_url, TOKENS["bob"], expected=len(BOB))
+    browser.execute_script(RECORD_REQUESTS)
+    status = browser.find_element(By.ID, "status")
+    search = browser.find_element(By.CSS_SELECTOR, '[data-testid="search"]')
+    search.send_keys("Which instrument do I play?", Keys.ENTER)
+    _wait(browser).until(lambda d: "found for" in status.text)
+    assert "(semantic, the server's default," in status.text
+    mode = Select(browser.find_element(By.CSS_SELECTOR, '[data-testid="mode"]'))
+    assert mode.first_selected_option.text == "default mode (semantic)"
+    [asked] = _searches(browser)
+    assert "mode=" not in asked and "limit=" not in asked, asked
+
+    mode.select_by_value("keyword")
+    search.send_keys(Keys.ENTER)
+    _wait(browser).until(lambda d: "(keyword," in status.text)
+    assert "default" not in status.text
+    assert "mode=keyword" in _searches(browser)[-1]
+    browser.save_screenshot(str(SHOTS / "5-picked-mode.png"))

@@ -65,6 +65,48 @@ async def test_limit_threshold_and_order(store: MemoryStore, user: str) -> None:
     assert (await strict(ask("nothing like it"), cfg(user)))["retrieved_memories"] == []
 
 
+async def test_the_node_passes_its_limit_and_the_store_resolves_the_rest(
+    store: MemoryStore, user: str
+) -> None:
+    """Issue 48: the node read the store's `settings.max_memories` itself; it passes the limit
+    it was given, or None, and where it needs a count before asking (more candidates for a
+    re-ranker, the most recent memories) the store resolves it (`search_limit`)."""
+    for i in range(6):
+        await store.add_turn(user, f"pears and apples {i}", "ok")
+    asked: list[tuple[str, int | None]] = []
+
+    class Recording:  # no `settings`: what the store decides, the node reads through it
+        async def find(self, user_id: str, text: str, **kwargs: Any) -> SearchResult:
+            asked.append(("find", kwargs["limit"]))
+            return await store.find(user_id, text, **kwargs)
+
+        async def recent(self, user_id: str, n: int) -> Any:
+            asked.append(("recent", n))
+            return await store.recent(user_id, n)
+
+        def search_limit(self, limit: int | None = None) -> int:
+            return store.search_limit(limit)
+
+    class Same:
+        async def rerank(self, query: str, memories: Any) -> list[float]:
+            return [1.0] * len(memories)
+
+    default = store.settings.max_memories
+    made_with: list[tuple[dict[str, Any], tuple[str, int | None], int]] = [
+        ({}, ("find", None), default),
+        ({"limit": 2}, ("find", 2), 2),
+        ({"reranker": Same(), "vector_search_top_k": 5}, ("find", max(default, 5)), default),
+        ({"enable_vector_search": False}, ("recent", default), default),
+    ]
+    for made, expected, count in made_with:
+        node = create_retrieve_memories_node(
+            provider(Recording()), similarity_threshold=0.0, **made
+        )
+        out = await node(ask("pears and apples"), cfg(user))
+        assert asked.pop() == expected, made
+        assert len(out["retrieved_memories"]) == count, made
+
+
 async def test_content_blocks_are_searched_by_their_text(store: MemoryStore, user: str) -> None:
     await store.add_turn(user, "I play the cello on sundays", "lovely")
     node = create_retrieve_memories_node(store, similarity_threshold=0.3)

@@ -17,8 +17,9 @@ from structlog.testing import capture_logs
 from recall.config import RetrievalMode
 from recall.creation.markdown_notes import read_notes
 from recall.errors import InvalidInputError
+from recall.limits import KEYWORD_LIMIT, RECENT_LIMIT
 from recall.memory import Memory
-from recall.nodes import create_retrieve_memories_node
+from recall.nodes import create_recent_memories_node, create_retrieve_memories_node
 from recall.nodes.keyword import (
     NO_DISCUSSION_MESSAGE,
     NO_RESULTS_MESSAGE,
@@ -205,6 +206,22 @@ async def test_keyword_node_seed_behaviour(store: MemoryStore, user: str) -> Non
     limited = create_keyword_search_node(store, limit=1)
     out = await limited({"memory_keywords": "Lisbon"}, cfg(user, "t1"))
     assert RESULT_SEPARATOR not in out["memory_search_output"]
+
+
+async def test_keyword_and_recent_defaults_are_the_one_constants(
+    store: MemoryStore, user: str
+) -> None:
+    """Issue 48: the keyword limit and the recent count were written again by each caller;
+    the store's and the nodes' are `recall.limits`'s."""
+    for i in range(max(KEYWORD_LIMIT, RECENT_LIMIT) + 2):
+        await store.add_turn(user, f"Lisbon note {i}", "ok", conversation_id="t1")
+    assert len(await store.keyword_search(user, "Lisbon")) == KEYWORD_LIMIT
+    out = await create_keyword_search_node(store)({"memory_keywords": "Lisbon"}, cfg(user, "t1"))
+    assert out["memory_search_output"].count(RESULT_SEPARATOR) == KEYWORD_LIMIT - 1
+    assert len(await store.recent(user)) == RECENT_LIMIT
+    assert len(await store.conversations.conversation_recent(user, "t1")) == RECENT_LIMIT
+    out = await create_recent_memories_node(store)({"messages": []}, cfg(user, "t1"))
+    assert len(out["recent_memories"]) == RECENT_LIMIT
 
 
 # --- the memory_search tool ---------------------------------------------------------------

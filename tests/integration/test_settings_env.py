@@ -28,7 +28,7 @@ from psycopg import AsyncConnection
 from structlog.testing import capture_logs
 
 from recall import RecallStore
-from recall.config import Settings, process_settings
+from recall.config import Settings, parse_mode, process_settings
 from recall.creation.consolidate import Consolidator
 from recall.creation.extraction import RunnableExtractor
 from recall.embeddings import MiniLMEmbeddings, configured_embeddings
@@ -387,6 +387,22 @@ async def test_recall_mode(env: ProcessEnv, user: str) -> None:
             out = await node(ask("dog"), config(user))
     [done] = [e for e in logs if e["event"] == "memory.retrieve.done"]
     assert done["mode"] == "keyword" and len(out["retrieved_memories"]) == 1
+
+
+async def test_a_bad_recall_mode_fails_at_start_with_the_stores_message(env: ProcessEnv) -> None:
+    """Issue 48: the settings checked the mode their own way; they call `parse_mode`, the
+    store's check, so a bad RECALL_MODE stops the process with the same message."""
+    env.setenv("RECALL_MODE", " fuzzy ")
+    with pytest.raises(ConfigError) as checked:
+        parse_mode("fuzzy", ConfigError, "RECALL_MODE")
+    message = str(checked.value)
+    assert message == "RECALL_MODE must be one of semantic, keyword, hybrid, not 'fuzzy'"
+    with pytest.raises(ConfigError) as at_start:
+        await open_store()
+    assert str(at_start.value) == message
+    with pytest.raises(ConfigError) as direct:
+        Settings(mode="fuzzy")  # type: ignore[arg-type]  # what a user may pass
+    assert str(direct.value) == message
 
 
 async def test_recall_retrieval_mode(env: ProcessEnv, user: str) -> None:

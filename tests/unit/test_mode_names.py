@@ -3,9 +3,11 @@ names (`retrieval_mode`, RECALL_RETRIEVAL_MODE) kept as deprecated aliases (issu
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
-from recall.config import Settings, parse_mode
+from recall.config import RETRIEVAL_MODES, Settings, StoreMode, parse_mode
 from recall.errors import ConfigError, InvalidInputError
 
 
@@ -15,6 +17,12 @@ def test_parse_mode_is_the_one_check() -> None:
         parse_mode("fuzzy", InvalidInputError)
     with pytest.raises(ConfigError, match=r"^must be one of"):
         parse_mode(None, ConfigError, "")
+
+
+def test_a_store_search_adds_recent_to_the_one_list() -> None:
+    """Issue 48: RecallStore's searches (`recall.db.items`, `recall.basestore.operations`)
+    kept a second list of the modes; theirs is built from RetrievalMode."""
+    assert get_args(StoreMode) == (*RETRIEVAL_MODES, "recent")
 
 
 def test_the_setting_is_mode() -> None:

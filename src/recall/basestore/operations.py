@@ -11,7 +11,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
 from psycopg import AsyncConnection
@@ -19,7 +19,7 @@ from psycopg import AsyncConnection
 from recall.basestore.indexing import IndexSpec, keyword_text
 from recall.basestore.namespaces import join, list_matching, literal_prefix, split
 from recall.basestore.planning import IndexPlanner
-from recall.config import RetrievalMode
+from recall.config import RetrievalMode, StoreMode
 from recall.db.filters import compile_filter, json_text
 from recall.db.items import (
     ItemWrite,
@@ -234,7 +234,7 @@ def _plan(
 ) -> SearchPlan:
     vector = prepared.queries.get(position)
     words = keywords_from_text(op.query).words if op.query else []
-    chosen: Literal["recent", "semantic", "keyword", "hybrid"]
+    chosen: StoreMode
     if not op.query:
         chosen = "recent"
     elif mode == "keyword" or (mode == "hybrid" and vector is None):

@@ -11,6 +11,7 @@ import typer
 from recall.cli.invocation import fail, settings_of, with_store
 from recall.cli.options import JsonOpt, ModeOpt, ThresholdOpt, UserOpt, limit_option
 from recall.cli.output import plural, print_explained, print_memories
+from recall.limits import RECENT_LIMIT
 from recall.store.checks import memory_uuid
 
 __all__ = ["app"]
@@ -87,7 +88,7 @@ def search(
 def recent(
     ctx: typer.Context,
     user: UserOpt,
-    n: Annotated[int, typer.Option("-n", min=1, max=1000, help="How many.")] = 5,
+    n: Annotated[int, typer.Option("-n", min=1, max=1000, help="How many.")] = RECENT_LIMIT,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a user's most recent memories."""

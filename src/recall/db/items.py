@@ -16,6 +16,7 @@ from typing import Any, Literal
 from psycopg import AsyncConnection, sql
 from psycopg.rows import class_row
 
+from recall.config import StoreMode
 from recall.db.filters import CompiledFilter
 from recall.db.sql import fetch_all, query, run
 from recall.embeddings import Vector
@@ -76,7 +77,7 @@ class SearchPlan:
     filter: CompiledFilter
     limit: int
     offset: int
-    mode: Literal["recent", "semantic", "keyword", "hybrid"]
+    mode: StoreMode
     query: Vector | None = None
     dims: int | None = None
     words: Sequence[str] = ()

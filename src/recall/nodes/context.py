@@ -10,6 +10,7 @@ import structlog
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from recall.limits import RECENT_LIMIT
 from recall.messages import message_text, thread_id, user_id_from_config
 from recall.nodes.text import memory_text
 from recall.store.memory_store import MemoryStore
@@ -36,7 +37,7 @@ def _stateless(state: Any, n: int) -> list[str]:
 def create_recent_memories_node(
     store: MemoryStore | StoreProvider | None = None,
     *,
-    n: int = 5,
+    n: int = RECENT_LIMIT,
     output_key: str = "recent_memories",
 ) -> Any:
     """Make a RecentMemory node: the last `n` memories of this conversation, newest first.

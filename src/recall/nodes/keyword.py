@@ -34,7 +34,7 @@ def create_keyword_search_node(
     input_key: str | None = "memory_keywords",
     template: str | None = None,
     output_key: str = "memory_search_output",
-    limit: int = 5,
+    limit: int | None = None,
 ) -> Any:
     """Make a keyword-search node (VectorMemorySearch): BM25 search in this conversation.
 
@@ -45,7 +45,8 @@ def create_keyword_search_node(
     memories' texts with "\\n\\n---\\n\\n"; without a thread id it is
     "Cannot perform VectorMemorySearch without a discussionId.", and with no match (or no user,
     or a failure, which is logged) "No relevant memories found in the vector database for the
-    given keywords.".
+    given keywords.". `limit`: the most memories; None: the store's default
+    (`MemoryStore.keyword_search`, `recall.limits.KEYWORD_LIMIT`).
     """
     provider = provider_for(store)
 

@@ -258,19 +258,24 @@ async def first_stage(
     """The store's answer for `query` (`MemoryStore.find`: what passes, and the mode and limit
     it resolved), or the user's most recent memories without vector search; with a re-ranker,
     `top_k` candidates at least for it. Returns the memories, the mode and the most to keep."""
-    # the store's own limit when the caller gave none (read, not decided here)
-    most = memory_store.settings.max_memories if how.limit is None else how.limit
-    stage1 = max(most, how.top_k) if how.reranker is not None else most
-    if not how.vector_search:
-        return await memory_store.recent(user_id, stage1), None, most
+    most: int | None = None  # the most to keep: None, all the store returns
+    if how.vector_search and how.reranker is None:
+        limit = how.limit  # as the node was given it, or None: the store resolves its own
+    else:
+        # a count is needed before the store is asked (more candidates for the re-ranker, or
+        # the most recent memories): the store resolves the limit the node was not given
+        most = memory_store.search_limit(how.limit)
+        limit = max(most, how.top_k) if how.reranker is not None else most
+        if not how.vector_search:
+            return await memory_store.recent(user_id, limit), None, most
     result = await memory_store.find(
         user_id,
         query,
-        limit=stage1 if how.reranker is not None else how.limit,
+        limit=limit,
         similarity_threshold=how.similarity_threshold,
         mode=how.mode,
     )
-    return result.memories, result.mode, most if how.reranker is not None else result.limit
+    return result.memories, result.mode, result.limit if most is None else most
 
 
 async def ready_store(how: Retrieval, deadline: float) -> tuple[MemoryStore, float]:

@@ -20,6 +20,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from recall.errors import InvalidInputError, RecallError
+from recall.limits import PAGE_SIZE
 from recall.memory import Memory
 from recall.metrics import METRICS
 from recall.outbox import existing_outboxes
@@ -125,9 +126,9 @@ async def me(request: Request, user: str, store: MemoryStore) -> Response:
 
 
 async def memories(request: Request, user: str, store: MemoryStore) -> Response:
-    """The user's memories, newest first: `?limit=` (1-100, 20) and `?before=<cursor>` (the
-    previous page's `next`)."""
-    limit = _int(request, "limit", 20, MAX_PAGE)
+    """The user's memories, newest first: `?limit=` (1-100; `recall.limits.PAGE_SIZE`, 20)
+    and `?before=<cursor>` (the previous page's `next`)."""
+    limit = _int(request, "limit", PAGE_SIZE, MAX_PAGE)
     before: tuple[datetime, str] | None = None
     if cursor := request.query_params.get("before"):
         at, _, mid = cursor.partition("|")
@@ -143,15 +144,15 @@ async def memories(request: Request, user: str, store: MemoryStore) -> Response:
 
 
 async def search(request: Request, user: str, store: MemoryStore) -> Response:
-    """The user's memories ranked for `?q=` in `?mode=` (semantic, keyword or hybrid; the
-    server's default when left out), with their scores, `?limit=` (1-100, 10): those that
-    pass, then the best the store keeps out, each marked `passes` as the store decided (the
-    agent gets those that pass), with why in words (`why`) and, in the default mode, the raw
-    parts of its score (`explanation`)."""
+    """The user's memories ranked for `?q=` (cut to `RECALL_MAX_QUERY_LENGTH`, as the store
+    cuts every query) in `?mode=` (semantic, keyword or hybrid; the store's default,
+    `RECALL_MODE`, when left out, and the answer's `mode` says which it used), with their
+    scores, `?limit=` (1-100; `recall.limits.PAGE_SIZE`, 20): those that pass, then the best
+    the store keeps out, each marked `passes` as the store decided (the agent gets those that
+    pass), with why in words (`why`) and, in the default mode, the raw parts of its score
+    (`explanation`)."""
     query = request.query_params.get("q", "")
-    if len(query) > store.settings.max_query_length:
-        raise InvalidInputError(f"q is longer than {store.settings.max_query_length} characters")
-    limit = _int(request, "limit", 10, MAX_PAGE)
+    limit = _int(request, "limit", PAGE_SIZE, MAX_PAGE)
     result = await store.find(
         user,
         query,

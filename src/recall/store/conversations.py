@@ -11,6 +11,7 @@ from recall.db import conversation_state as db
 from recall.db.memories import conversation_recent as recent_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
+from recall.limits import RECENT_LIMIT
 from recall.memory import KINDS, Memory, Turn, clean_id
 from recall.rows import ChunkStored, PendingConversation, PendingTurn
 from recall.search.ranking import row_memory
@@ -42,7 +43,7 @@ class Conversations:
         self,
         user_id: str,
         conversation_id: str,
-        n: int = 5,
+        n: int = RECENT_LIMIT,
         *,
         kinds: Sequence[str] = ("summary", "turn"),
     ) -> list[Memory]:

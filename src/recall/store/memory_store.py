@@ -25,6 +25,7 @@ from recall.config import RetrievalMode, Settings
 from recall.db.pool import Database
 from recall.embeddings import Embedder, Vector
 from recall.errors import InvalidInputError
+from recall.limits import PAGE_SIZE, RECENT_LIMIT
 from recall.memory import Memory, Turn
 from recall.outbox import Outbox
 from recall.rows import CandidateRow, ConversationSummary, TermRow
@@ -277,15 +278,21 @@ class MemoryStore:
                                        mode=mode, query_vector=query_vector, explain=explain,
                                        kept_out=kept_out, now=now, intent=intent)  # fmt: skip
 
+    def search_limit(self, limit: int | None = None) -> int:
+        """The most memories a search returns when asked for `limit` (None: this store's
+        default, `settings.max_memories`), as `find` resolves it."""
+        return self._search.search_limit(limit)
+
     async def keyword_search(
         self,
         user_id: str,
         keywords: str,
-        limit: int = 5,
+        limit: int | None = None,
         *,
         conversation_id: str | None = None,
     ) -> list[Memory]:
-        """Keyword search (VectorMemorySearch): `;`-separated keywords, ORed, ranked by BM25."""
+        """Keyword search (VectorMemorySearch): `;`-separated keywords, ORed, ranked by BM25;
+        `limit` None: `recall.limits.KEYWORD_LIMIT`."""
         return await self._search.keyword_search(
             user_id, keywords, limit, conversation_id=conversation_id
         )
@@ -343,14 +350,14 @@ class MemoryStore:
             on_progress=on_progress,
         )
 
-    async def recent(self, user_id: str, n: int = 5) -> list[Memory]:
+    async def recent(self, user_id: str, n: int = RECENT_LIMIT) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None)."""
         return await self._reads.recent(user_id, n)
 
     async def page(
         self,
         user_id: str,
-        limit: int = 20,
+        limit: int = PAGE_SIZE,
         before: Memory | tuple[datetime, str] | None = None,
         *,
         kind: str | None = None,

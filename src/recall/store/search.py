@@ -15,6 +15,7 @@ from recall.config import RetrievalMode, parse_mode
 from recall.db.search_rows import keyword_rows
 from recall.embeddings import Vector
 from recall.errors import InvalidInputError
+from recall.limits import KEYWORD_LIMIT
 from recall.memory import Memory, clean_id, clean_text
 from recall.rows import TermRow
 from recall.search.keywords import keywords_from_text, parse_keywords
@@ -160,7 +161,7 @@ class Search:
         uid = clean_id(user_id, "user_id")
         assert uid is not None
         query_text = clean_text(query_text, "query", max_length=self.core.settings.max_query_length)
-        limit = check_limit(self.core.settings.max_memories if limit is None else limit)
+        limit = self.search_limit(limit)
         threshold = check_threshold(
             self.core.settings.similarity_threshold
             if similarity_threshold is None
@@ -189,6 +190,15 @@ class Search:
         if explain:
             found = [_with_reasons(query_text, f, verdict, asked) for f in found]
         return SearchResult(limit, verdict, tuple(found))
+
+    def search_limit(self, limit: int | None = None) -> int:
+        """The most memories a search returns when asked for `limit`: `limit`, else the
+        store's default (`settings.max_memories`); the one place that default is resolved.
+
+        Raises:
+            InvalidInputError: not an integer from 1 to 1000.
+        """
+        return check_limit(self.core.settings.max_memories if limit is None else limit)
 
     async def _query(
         self, uid: str, text: str, mode: RetrievalMode, given: Vector | None
@@ -320,7 +330,7 @@ class Search:
         self,
         user_id: str,
         keywords: str,
-        limit: int,
+        limit: int | None = None,
         *,
         conversation_id: str | None = None,
     ) -> list[Memory]:
@@ -333,7 +343,7 @@ class Search:
         Args:
             user_id: whose memories to search.
             keywords: e.g. "dog; vet appointment; Max".
-            limit: 1 to 1000 (5 by default).
+            limit: 1 to 1000; None: `recall.limits.KEYWORD_LIMIT` (5).
             conversation_id: only this conversation (the discussion id); None: all.
 
         Raises:
@@ -344,7 +354,7 @@ class Search:
         cid = clean_id(conversation_id, "conversation_id", required=False)
         if not isinstance(keywords, str):
             raise InvalidInputError(f"keywords must be a string, not {type(keywords).__name__}")
-        limit = check_limit(limit)
+        limit = check_limit(KEYWORD_LIMIT if limit is None else limit)
         async with self.core.conn(
             "keyword_search", read=True, reader=uid
         ) as conn:  # one call, scoped inside

@@ -130,7 +130,8 @@ async function loadPage(reset) {
     $("memories").replaceChildren();
     nextCursor = null;
   }
-  const params = new URLSearchParams({ limit: "20" });
+  // no limit: a page is the API's own size (recall.limits.PAGE_SIZE), the one default
+  const params = new URLSearchParams();
   if (nextCursor) params.set("before", nextCursor);
   const body = await api(`/recall/api/memories?${params}`);
   for (const m of body.memories) $("memories").append(memoryItem(m));
@@ -144,16 +145,23 @@ async function runSearch(event) {
   event.preventDefault();
   const q = $("search").value.trim();
   if (!q) return showAll();
-  const params = new URLSearchParams({ q, mode: $("mode").value, limit: "20" });
+  // the query as typed: the store cuts a long one (RECALL_MAX_QUERY_LENGTH), as for the agent.
+  // A mode only when the user picked one: else the store's own (RECALL_MODE), which the
+  // answer names. No limit: the API's page (recall.limits.PAGE_SIZE).
+  const picked = $("mode").value;
+  const params = new URLSearchParams({ q });
+  if (picked) params.set("mode", picked);
   try {
     const body = await api(`/recall/api/search?${params}`);
     $("memories").replaceChildren(...body.memories.map(memoryItem));
     $("more").hidden = true;
     $("clear-search").hidden = false;
+    if (!picked) $("mode").options[0].textContent = `default mode (${body.mode})`;
     const passing = body.memories.filter((m) => m.passes !== false).length;
     const rule = body.threshold_applies ? `threshold ${body.threshold}` : "no threshold";
+    const mode = picked ? body.mode : `${body.mode}, the server's default`;
     setStatus(
-      `${body.memories.length} found for “${q}” (${body.mode}, ${rule}), best first; ` +
+      `${body.memories.length} found for “${q}” (${mode}, ${rule}), best first; ` +
         `${passing} would reach the agent.`,
     );
   } catch (error) {
