@@ -11,7 +11,7 @@ import typer
 from recall.cli.invocation import fail, settings_of, with_store
 from recall.cli.options import JsonOpt, ModeOpt, ThresholdOpt, UserOpt, limit_option
 from recall.cli.output import plural, print_explained, print_memories
-from recall.limits import RECENT_LIMIT
+from recall.limits import MAX_LIMIT, RECENT_LIMIT
 from recall.store.checks import memory_uuid
 
 __all__ = ["app"]
@@ -41,7 +41,7 @@ def search(
     ctx: typer.Context,
     user: UserOpt,
     text: Annotated[str, typer.Argument(help="What to search for.")],
-    limit: Annotated[int | None, limit_option(1000)] = None,
+    limit: Annotated[int | None, limit_option(MAX_LIMIT)] = None,
     threshold: ThresholdOpt = None,
     mode: ModeOpt = None,
     as_json: JsonOpt = False,
@@ -88,7 +88,7 @@ def search(
 def recent(
     ctx: typer.Context,
     user: UserOpt,
-    n: Annotated[int, typer.Option("-n", min=1, max=1000, help="How many.")] = RECENT_LIMIT,
+    n: Annotated[int, typer.Option("-n", min=1, max=MAX_LIMIT, help="How many.")] = RECENT_LIMIT,
     as_json: JsonOpt = False,
 ) -> None:
     """Show a user's most recent memories."""
