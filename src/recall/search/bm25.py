@@ -9,10 +9,10 @@ a term held by a document scores
 
 (counted once per document), with `idf` below; the document's score is the sum over its terms.
 The function writes the numbers (the memory searches run inside the database, where no caller
-passes them), and `tests/integration/test_bm25_sql.py` holds its values to these. The second stage reads `idf`
-(`recall.search.features`). `SATURATION` turns a BM25 score into 0-1 (`saturated`), for the
-fusion's feature (`recall.search.fusion`, and the items' hybrid in SQL, which is passed it) and
-the second stage's `bm25_sat`.
+passes them), and `tests/integration/test_bm25_sql.py` holds its values to these. The second
+stage reads `idf` (`recall.search.features`). `SATURATION` turns a BM25 score into 0-1
+(`saturated`), for the fusion's feature (`recall.search.fusion`, and the items' hybrid in SQL,
+which is passed it) and the second stage's `bm25_sat`.
 """
 
 from __future__ import annotations
