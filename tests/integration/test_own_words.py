@@ -153,7 +153,8 @@ async def test_reembed_brings_old_turns_over_while_searches_run(databases: Datab
         await register_vector_async(conn)
         await bind_embedding_space(conn, embedder.name, 64)
         await old_turns(conn, embedder, users)
-        assert await apply_migrations(conn) == [24, 25]  # on the existing database
+        later = [m.version for m in load_migrations() if m.version >= 24]
+        assert await apply_migrations(conn) == later  # on the existing database
         cur = await conn.execute(
             b"SELECT count(*) FROM recall.memories"
             b" WHERE fts @@ plainto_tsquery('english', 'allergic')"

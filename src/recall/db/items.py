@@ -21,6 +21,7 @@ from recall.db.filters import CompiledFilter
 from recall.db.sql import fetch_all, query, run
 from recall.embeddings import Vector
 from recall.rows import StoreItemRow
+from recall.search.bm25 import SATURATION
 
 __all__ = [
     "IndexScan",
@@ -357,7 +358,12 @@ async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[Sto
         parts["vscope"] = scope(plan.prefix, "v")[0]
         weights = dict(zip(("w0", "w1", "w2", "w3", "w4", "w5"), plan.weights, strict=True))
         params.update(
-            query=plan.query, dims=plan.dims, words=list(plan.words), mode=plan.mode, **weights
+            query=plan.query,
+            dims=plan.dims,
+            words=list(plan.words),
+            mode=plan.mode,
+            saturation=SATURATION,  # the fusion's saturated BM25 (recall.search.fusion)
+            **weights,
         )
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
     # planned for these values every time: a generic plan cannot see how many rows a

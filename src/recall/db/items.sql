@@ -85,9 +85,11 @@ ORDER BY s.score DESC NULLS LAST, i.updated_at DESC, i.ns, i.key
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_ranked
--- Keyword (BM25, as recall.search_keyword computes it for memories, over the items under the
--- prefix that pass the filter) and hybrid (the project's fusion model over the cosine, the
--- BM25 and both ranks, recall.search.fusion). Exact as well: every item is scored.
+-- Keyword (BM25: each term scored by recall.bm25_term, as the memories' keyword search scores
+-- it, over the items under the prefix that pass the filter) and hybrid (the project's fusion
+-- model over the cosine, the BM25 and both ranks, recall.search.fusion: its intercept and
+-- weights are w0..w5, `saturation` is recall.search.bm25.SATURATION). Exact as well: every
+-- item is scored.
 WITH items AS MATERIALIZED (
     SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len,
            i.ttl_minutes IS NOT NULL AS expires
@@ -107,9 +109,7 @@ WITH items AS MATERIALIZED (
 ), df AS (
     SELECT term, count(*)::float8 AS df FROM hits GROUP BY term
 ), bm AS (
-    SELECT h.ns, h.key,
-           sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5))
-               * 2.2 / (1 + 1.2 * (0.25 + 0.75 * h.doc_len / st.avgdl))) AS bm25
+    SELECT h.ns, h.key, sum(recall.bm25_term(df.df, st.n, h.doc_len, st.avgdl, 1.0)) AS bm25
     FROM hits AS h JOIN df USING (term) CROSS JOIN stats AS st
     GROUP BY h.ns, h.key
 ), distances AS MATERIALIZED (
@@ -135,7 +135,8 @@ WITH items AS MATERIALIZED (
                    + %(w1)s::float8 * coalesce(vr.cosine, 0)
                    + %(w2)s::float8 * CASE WHEN top.best > 0
                                            THEN coalesce(kr.bm25, 0) / top.best ELSE 0 END
-                   + %(w3)s::float8 * coalesce(kr.bm25, 0) / (coalesce(kr.bm25, 0) + 5)
+                   + %(w3)s::float8 * coalesce(kr.bm25, 0)
+                                    / (coalesce(kr.bm25, 0) + %(saturation)s::float8)
                    + %(w4)s::float8 * coalesce(1.0 / (1 + vr.r), 0)
                    + %(w5)s::float8 * coalesce(1.0 / (1 + kr.r), 0)
                )))

@@ -81,9 +81,9 @@ FROM recall.add_turn(
 );
 
 -- name: add_memory
--- One turn in one call (migration 0009; its live body: 0018): sets the row-level security key
--- itself, inserts (through recall.insert_memory) unless the user has the same content hash
--- already, and returns the stored turn either way.
+-- One turn in one call (migration 0009; its current body: schema.sql): sets the row-level
+-- security key itself, inserts (through recall.insert_memory) unless the user has the same
+-- content hash already, and returns the stored turn either way.
 SELECT memory_id, memory_created_at, inserted FROM recall.add_memory(
     %(user_id)s, %(conversation_id)s, %(user_message)s, %(ai_response)s, %(created_at)s,
     %(metadata)s, %(content_hash)s, %(embedding)s, %(embedding_model)s, %(kind)s
@@ -143,9 +143,9 @@ ORDER BY i.ord;
 SELECT memory_count, hnsw_index FROM recall.users WHERE user_id = %(user_id)s;
 
 -- name: search_exact
--- Exact plan (decision 0001), as one call: recall.search_exact (its live body: migration 0008;
--- docs/architecture.md says where each function's is) sets the row-level security key itself,
--- so it needs no transaction around it.
+-- Exact plan (decision 0001), as one call: recall.search_exact (its current body, as every
+-- function's: schema.sql) sets the row-level security key itself, so it needs no transaction
+-- around it.
 SELECT * FROM recall.search_exact(%(user_id)s, %(query)s, %(max_distance)s, %(limit)s);
 
 -- name: search_indexed
@@ -159,9 +159,9 @@ SELECT * FROM recall.search_indexed(
 );
 
 -- name: search_keyword
--- BM25 over this user's memories, as one call: recall.search_keyword (its live body: migration
--- 0016) sets the row-level security key itself. %(words)s are sanitized words (letters and digits only,
--- recall.keywords); %(query)s and %(conversation_id)s may be NULL.
+-- BM25 over this user's memories, as one call: recall.search_keyword (its current body:
+-- schema.sql) sets the row-level security key itself. %(words)s are sanitized words (letters
+-- and digits only, recall.keywords); %(query)s and %(conversation_id)s may be NULL.
 SELECT * FROM recall.search_keyword(
     %(user_id)s, %(tsquery)s, %(words)s, %(query)s, %(limit)s, %(conversation_id)s
 );

@@ -14,9 +14,21 @@ from typing import Any, TypeVar
 from psycopg import AsyncConnection
 from psycopg.rows import BaseRowFactory, class_row, scalar_row
 
-__all__ = ["fetch_all", "fetch_one", "fetch_value", "fetch_values", "parse_blocks", "query", "run"]
+__all__ = [
+    "SCHEMA_FILE",
+    "fetch_all",
+    "fetch_one",
+    "fetch_value",
+    "fetch_values",
+    "parse_blocks",
+    "query",
+    "run",
+]
 
 _NAME = re.compile(r"^--\s*name:\s*([a-z0-9_]+)\s*$", re.MULTILINE)
+SCHEMA_FILE = "schema.sql"
+"""The current definition of every function, trigger and policy of the `recall` schema
+(docs/architecture.md, "Migrations"): package data, never run."""
 
 T = TypeVar("T")
 Params = Mapping[str, Any] | None
@@ -45,7 +57,9 @@ def parse_blocks(text: str) -> dict[str, bytes]:
 def _blocks() -> dict[str, bytes]:
     blocks: dict[str, bytes] = {}
     for entry in sorted(resources.files("recall.db").iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".sql"):
+        # schema.sql is the reference of what the migrations leave in the database, not
+        # statements this package runs
+        if not entry.name.endswith(".sql") or entry.name == SCHEMA_FILE:
             continue
         for name, statement in parse_blocks(entry.read_text("utf-8")).items():
             if name in blocks:

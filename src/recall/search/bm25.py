@@ -1,16 +1,18 @@
-"""BM25's constants and its idf, in one place: the SQL that scores keywords and the Python that
-reads its scores agree on them.
+"""BM25's constants and its idf, as the SQL that scores keywords uses them.
 
-The live SQL writes them as numbers (a released migration is never edited, and a function body
-takes no parameters for them): `recall.search_keyword` (migration 0016), `recall.search_terms`
-(0014) and the items' `store_search_ranked` (`recall/db/items.sql`) score a term as
+BM25 is written once in SQL, `recall.bm25_term` (migration 0026; its current body in
+`recall/db/schema.sql`), which the memories' keyword searches (`recall.search_keyword`,
+`recall.search_terms`) and RecallStore's (`store_search_ranked` in `recall/db/items.sql`) call:
+a term held by a document scores
 
-    idf(df, n) * (K1 + 1) / (1 + K1 * ((1 - B) + B * doc_len / avgdl))
+    boost * idf(df, n) * (K1 + 1) / (1 + K1 * ((1 - B) + B * doc_len / avgdl))
 
-(a term counted once per memory), with `idf` below. `tests/unit/test_bm25_constants.py` reads
-the live definition of each of them and fails when a number there differs from these.
-`SATURATION` turns a BM25 score into 0-1 (`saturated`), for the fusion's feature
-(`recall.search.fusion`, and the items' hybrid in SQL) and the second stage's `bm25_sat`.
+(counted once per document), with `idf` below; the document's score is the sum over its terms.
+The function writes the numbers (the memory searches run inside the database, where no caller
+passes them), and `tests/integration/test_bm25_sql.py` holds its values to these. The second
+stage reads `idf` (`recall.search.features`). `SATURATION` turns a BM25 score into 0-1
+(`saturated`), for the fusion's feature (`recall.search.fusion`, and the items' hybrid in SQL,
+which is passed it) and the second stage's `bm25_sat`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,165 @@
+"""RecallStore's hybrid search fuses in SQL (items.sql `store_search_ranked`) what the memories'
+hybrid fuses in Python (`recall.search.ranking.fuse` over `recall.search.fusion`): the same
+items, with the same cosine and BM25, get the same relevance (to 1e-9) and the same order from
+both, so the two cannot drift apart (issue 48).
+
+Each item's evidence is read from the store itself: its cosine from a semantic search (the best
+of its vectors, as the hybrid's SQL takes it) and its BM25 from a keyword search. The Python
+side gets them as the memories' searches hand them to it: a vector list best first and a keyword
+list best first. Two differences are left out of these cases, and asserted absent: the SQL
+gives equal cosines (or BM25s) one rank where the Python lists number them apart, and it takes
+a negative cosine as it is where the Python clamps it to 0 (`recall.search.ranking.cosine`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from datetime import UTC, datetime
+from typing import Never
+
+import numpy as np
+import pytest
+from langgraph.store.base import IndexConfig, PutOp, SearchItem
+
+from recall import RecallStore
+from recall.rows import MemoryRow
+from recall.search.fusion import default_fusion
+from recall.search.rankers import Ask, Query
+from tests.conftest import Databases
+from tests.integration.basestore.conftest import CharacterEmbeddings, open_store
+
+ROOT = ("fusion",)
+# (namespace, key, text, indexed): each indexed text of its own length (so no two items have
+# the same BM25), sharing words with the queries in different measure; two are stored without
+# an index (no vector and no text: neither side scores them)
+ITEMS = [
+    ("pets", "otter", "river otters hold hands while sleeping", True),
+    ("pets", "owl", "barn owls hunt quietly at night over the open fields of the valley", True),
+    ("pets", "bee", "honey bees dance to share directions to flowers", True),
+    ("pets", "fox", "red foxes hunt mice under deep snow at night", True),
+    ("pets", "cat", "a cat sleeps most of the day in the sun", True),
+    ("farm", "cow", "dairy cows sleep standing up in the barn and wake early each morning "
+     "for milking", True),
+    ("farm", "hen", "hens lay eggs in the morning and roost at night in the barn with the ducks "
+     "and geese nearby", True),
+    ("farm", "goat", "goats climb trees", True),
+    ("farm", "pig", "pigs roll in mud to keep cool", False),
+    ("farm", "dog", "a sheep dog herds the flock across the hills at dusk", False),
+    ("wild", "seal", "harbour seals sleep floating upright in cold water near the rocky shore "
+     "line", True),
+    ("wild", "bat", "bats hunt insects by echo at night near the river banks under the old stone "
+     "bridge in summer", True),
+]  # fmt: skip
+QUERIES = [
+    "which animals hunt at night",
+    "sleeping by the river",
+    "barn animals in the morning",
+    "snow and sun in summer",
+    "pigs and sheep",
+]
+
+
+@pytest.fixture(scope="module")
+async def url(databases: Databases) -> str:
+    return await databases.create("recall_fusion")
+
+
+@pytest.fixture(scope="module")
+async def stores(url: str) -> AsyncIterator[dict[str, RecallStore]]:
+    """The same items under three stores on one database, one per mode."""
+    embeddings = CharacterEmbeddings()
+    index: IndexConfig = {"dims": embeddings.dims, "embed": embeddings, "fields": ["text"]}
+    async with AsyncExitStack() as stack:
+        opened = {
+            mode: await stack.enter_async_context(open_store(url, index=index, mode=mode))
+            for mode in ("semantic", "keyword", "hybrid")
+        }
+        await opened["hybrid"].abatch(
+            [
+                PutOp((*ROOT, ns), key, {"text": text}, index=None if indexed else False)
+                for ns, key, text, indexed in ITEMS
+            ]
+        )
+        yield opened
+
+
+class _Lists:
+    """A candidate source that hands over two lists as they are (`recall.search.rankers.
+    CandidateSource`: the store's gives the user's nearest and best by BM25)."""
+
+    def __init__(self, near: list[MemoryRow], words: list[MemoryRow]) -> None:
+        self.near, self.words = near, words
+
+    async def for_query(self, *args: object, **kwargs: object) -> Never:
+        raise AssertionError("the fusion reads the two lists")
+
+    async def nearest(self, user_id: str, vector: object, k: int) -> list[MemoryRow]:
+        return self.near[:k]
+
+    async def best_by_words(
+        self, user_id: str, text: str, vector: object, k: int
+    ) -> list[MemoryRow]:
+        return self.words[:k]
+
+
+def _row(item: SearchItem, distance: float | None, bm25: float | None) -> MemoryRow:
+    """An item as the memories' searches hand a row to the fusion (its id names the item)."""
+    return MemoryRow(
+        id=uuid.uuid5(uuid.NAMESPACE_URL, "/".join((*item.namespace, item.key))),
+        conversation_id=None,
+        user_message="",
+        ai_response="",
+        created_at=datetime.now(UTC),
+        metadata={},
+        kind="turn",
+        distance=distance,
+        bm25=bm25,
+    )
+
+
+@pytest.mark.parametrize("question", QUERIES)
+async def test_the_sql_fusion_is_the_python_fusion(
+    stores: dict[str, RecallStore], question: str
+) -> None:
+    found = {
+        mode: [
+            r for r in await store.asearch(ROOT, query=question, limit=50) if r.score is not None
+        ]
+        for mode, store in stores.items()
+    }
+    cosine = {(r.namespace, r.key): float(r.score or 0) for r in found["semantic"]}
+    bm25 = {(r.namespace, r.key): float(r.score or 0) for r in found["keyword"]}
+    # the cases the two sides share: no tie to rank, no negative cosine to clamp
+    assert len(cosine) == len(set(cosine.values())) == 10 and min(cosine.values()) > 0
+    assert len(bm25) == len(set(bm25.values()))
+
+    # the memories' hybrid: a vector list and a keyword list, best first, fused in Python
+    rows = {
+        where: MemoryRow(
+            id=uuid.uuid5(uuid.NAMESPACE_URL, "/".join((*where[0], where[1]))),
+            conversation_id=None,
+            user_message="",
+            ai_response="",
+            created_at=datetime.now(UTC),
+            metadata={},
+            kind="turn",
+            distance=1 - cosine[where] if where in cosine else None,
+            bm25=bm25.get(where),
+        )
+        for where in {**cosine, **bm25}
+    }
+    # the store's own path: the fusion gathers its two lists and ranks what it merged
+    query = Query(question, np.zeros(1))
+    lists = _Lists([rows[where] for where in cosine], [rows[where] for where in bm25])
+    gathered = await default_fusion().gather(
+        lists, Ask("u", query, np.zeros(1, dtype=np.float32), 10, 1000)
+    )
+    assert gathered is not None
+    ranking = default_fusion().rank(query, gathered.candidates)
+    names = {str(row.id): where for where, row in rows.items()}
+    python = [(names[str(gathered.rows[i].id)], ranking.scores[i]) for i in ranking.order]
+    sql = [((r.namespace, r.key), float(r.score or 0)) for r in found["hybrid"]]
+    assert [where for where, _s in sql] == [where for where, _s in python]
+    assert [s for _w, s in sql] == pytest.approx([s for _w, s in python], abs=1e-9, rel=0)
