@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast, get_args
 
-from recall.errors import ConfigError
-from recall.limits import MAX_LIMIT
+from recall.errors import ConfigError, InvalidInputError
+from recall.limits import MAX_LIMIT, check_limit, check_threshold
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -100,6 +100,15 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "RetrievalMode": str.strip,  # checked in __post_init__ (parse_mode)
     "RetrievalMode | None": str.strip,
 }
+
+
+def _passes(check: Callable[[object], object], value: object) -> bool:
+    """Whether the store's own `check` (`recall.limits`) takes `value`."""
+    try:
+        check(value)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def _env(name: str) -> str:
@@ -215,12 +224,12 @@ class Settings:
         checks: list[tuple[str, bool, str]] = [
             (
                 "max_memories",
-                1 <= self.max_memories <= MAX_LIMIT,
+                _passes(check_limit, self.max_memories),
                 f"must be between 1 and {MAX_LIMIT} (the store's limit on one call)",
             ),
             (
                 "similarity_threshold",
-                0.0 <= self.similarity_threshold <= 1.0,
+                _passes(check_threshold, self.similarity_threshold),
                 "must be between 0 and 1",
             ),
             ("search_timeout_ms", self.search_timeout_ms >= 1, "must be >= 1"),

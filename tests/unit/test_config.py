@@ -1,9 +1,11 @@
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from recall.config import Settings, default_data_home, process_settings
-from recall.errors import ConfigError
+from recall.errors import ConfigError, InvalidInputError
+from recall.limits import check_limit, check_threshold
 
 
 def test_defaults_are_the_seeds() -> None:
@@ -101,3 +103,26 @@ def test_settings_that_fail_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> Non
         process_settings()
     monkeypatch.setenv("RECALL_MAX_MEMORIES", "5")
     assert process_settings().max_memories == 5
+
+
+@pytest.mark.parametrize(
+    ("field", "check", "values"),
+    [
+        ("max_memories", check_limit, [0, 1, 3, 1000, 1001, -5]),
+        ("similarity_threshold", check_threshold, [-0.01, 0.0, 0.5, 1.0, 1.01, float("nan")]),
+    ],
+)
+def test_the_settings_take_what_the_store_takes(
+    field: str, check: Callable[[object], object], values: list[object]
+) -> None:
+    """Issue 48: a limit or threshold the store would refuse on every call fails at start,
+    because the settings ask the store's own check (`recall.limits`)."""
+    for value in values:
+        # the field by name: a value of whatever type, as a caller may give one
+        try:
+            check(value)
+        except InvalidInputError:
+            with pytest.raises(ConfigError, match=field.upper()):
+                Settings(**{field: value})  # type: ignore[arg-type]
+        else:
+            assert getattr(Settings(**{field: value}), field) == value  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from recall.errors import InvalidInputError
-from recall.limits import MAX_LIMIT, check_limit
+from recall.limits import MAX_LIMIT, check_limit, check_threshold
 from recall.memory import clean_id
 
 __all__ = [
@@ -18,19 +18,6 @@ __all__ = [
     "memory_key",
     "memory_uuid",
 ]
-
-
-def check_threshold(threshold: object) -> float:
-    """`threshold` as a float if it is a number from 0 to 1.
-
-    Raises:
-        InvalidInputError: it is not.
-    """
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise InvalidInputError("similarity_threshold must be a number between 0 and 1")
-    if not 0.0 <= float(threshold) <= 1.0:
-        raise InvalidInputError("similarity_threshold must be between 0 and 1")
-    return float(threshold)
 
 
 def check_now(now: object) -> datetime:
