@@ -297,16 +297,19 @@ class Candidates:
             ef_search=self.core.settings.hnsw_ef_search,
         )
 
-    async def nearest(self, user_id: str, vector: Vector, k: int) -> list[MemoryRow]:
-        """The user's `k` nearest memories by cosine, questions left unanswered out (a
-        ranker's `CandidateSource`)."""
-        return answered(await self.vector_search(user_id, vector, k, 2.0))
+    async def nearest(
+        self, user_id: str, vector: Vector, k: int, max_distance: float = 2.0
+    ) -> list[MemoryRow]:
+        """The user's `k` nearest memories by cosine within `max_distance` (2: any), questions
+        left unanswered out (a ranker's `CandidateSource`, and semantic mode's rows)."""
+        return answered(await self.vector_search(user_id, vector, k, max_distance))
 
     async def best_by_words(
         self, user_id: str, text: str, vector: Vector, k: int
     ) -> list[MemoryRow]:
         """The user's best `k` memories by BM25 for the words of `text`, each with its cosine
-        to `vector`, questions left unanswered out (a ranker's `CandidateSource`)."""
+        to `vector`, questions left unanswered out (a ranker's `CandidateSource`, and keyword
+        mode's rows)."""
         return answered(await self.bm25_rows(user_id, text, vector, k))
 
     async def bm25_rows(self, uid: str, text: str, vector: Vector, limit: int) -> list[MemoryRow]:

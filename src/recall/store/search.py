@@ -23,7 +23,7 @@ from recall.search.rankers import Ask, Query
 from recall.search.ranking import cosine, row_memory
 from recall.search.restatements import Candidate, arrange
 from recall.search.verdict import Verdict
-from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates, answered
+from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates
 from recall.store.checks import check_limit, check_now, check_threshold
 from recall.store.core import StoreCore
 from recall.store.explaining import reasons
@@ -172,12 +172,9 @@ class Search:
         asked = check_now(now)
         vector, terms = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
-            rows = answered(
-                await self.candidates.bm25_rows(uid, query_text, vector, limit + ECHO_SLACK)
-            )
+            rows = await self.candidates.best_by_words(uid, query_text, vector, limit + ECHO_SLACK)
             found = [
-                Found(memory, verdict.passes(memory.score))
-                for memory in (row_memory(r, score=r.bm25) for r in rows[:limit])
+                Found(row_memory(r, score=r.bm25), verdict.passes(r.bm25)) for r in rows[:limit]
             ]
         else:
             ranked = await self._ranked(
@@ -237,9 +234,7 @@ class Search:
         if verdict.mode == "semantic":
             fetch = limit + ECHO_SLACK
             fetched = verdict.at(0.0) if kept_out else verdict
-            rows = answered(
-                await self.candidates.vector_search(uid, vector, fetch, fetched.max_distance)
-            )
+            rows = await self.candidates.nearest(uid, vector, fetch, fetched.max_distance)
             sims = [cosine(r.distance) or 0.0 for r in rows]
             # the rows' distances grow: those a search at the threshold fetches come first
             within = None
