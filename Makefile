@@ -28,7 +28,7 @@ uv = scripts/uv-install $(PYTHON) $(VENV) $(1) >> $(PIP_LOG) 2>&1 || (cat $(PIP_
 SHELL := /bin/bash
 # in variables: a comma inside $(call pip,...) would split the argument
 RUN_EXTRAS := -e ".[server]"
-ALL_EXTRAS := -e ".[dev,server,bench,minilm]"
+ALL_EXTRAS := -e ".[dev,server,bench,minilm,agents]"
 
 # Without pip: `make run` installs with uv, and ensurepip alone takes 4-13 s on a loaded machine.
 # `make test` adds pip when it needs it.

@@ -9,6 +9,8 @@ without a cluster."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import logging
 import os
@@ -27,7 +29,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from recall.config import Settings, process_settings
 from recall.db.embedded import EmbeddedServer
 from recall.db.pool import connect_once
+from recall.nodes.blocking import run_blocking
 from recall.store import MemoryStore
+from recall.store.shared import close_default_store
 from recall.testing import FakeEmbeddings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,3 +247,23 @@ async def explain_indexed_search(conn: AsyncConnection[Any], params: dict[str, A
             b"EXPLAIN (FORMAT JSON) " + statement.encode(), params, prepare=False
         )
         return json.dumps([r[0] for r in await cur.fetchall()])
+
+
+@pytest.fixture
+async def process_database(
+    databases: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[str]:
+    """A fresh database for what a process opens from the environment (the nodes' and the
+    middleware's process-wide stores, `MemoryStore.connect()` with no settings), with its own
+    queue file; the default nodes are made anew, and the process-wide stores are closed after
+    the test (this loop's and recall's own)."""
+    created = await databases.create("recall_process")
+    monkeypatch.setenv("RECALL_DATABASE_URL", created)
+    monkeypatch.setenv("RECALL_QUEUE_PATH", str(tmp_path / "outbox.sqlite3"))
+    monkeypatch.delenv("RECALL_CHAT_MODEL", raising=False)
+    # the package's `store_memories` is the node; the module is reached by its import name
+    for module, name in (("retrieve", "_default_retrieve"), ("store_memories", "_default_store")):
+        monkeypatch.setattr(importlib.import_module(f"recall.nodes.{module}"), name, None)
+    yield created
+    await close_default_store()
+    await asyncio.to_thread(run_blocking, close_default_store)

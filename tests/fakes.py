@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
 from recall.config import Settings
 from recall.memory import Memory
@@ -37,3 +44,37 @@ def provider(obj: Any) -> Any:
         return obj
 
     return get
+
+
+class RecordingChatModel(BaseChatModel):
+    """A chat model that records every prompt it is given and answers from `script` in turn
+    (then "Noted."): an agent's model whose prompts a test can read."""
+
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+    script: list[AIMessage] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.prompts.append(list(messages))
+        reply = self.script.pop(0) if self.script else AIMessage("Noted.")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingChatModel:
+        del tools, kwargs
+        return self
+
+    def system_texts(self) -> list[str]:
+        """The system prompt of each call, in order ("" for a call without one)."""
+        return [
+            next((str(m.content) for m in prompt if isinstance(m, SystemMessage)), "")
+            for prompt in self.prompts
+        ]

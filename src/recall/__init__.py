@@ -1,4 +1,10 @@
-"""recall: long-term memory for LangGraph agents on PostgreSQL + pgvector."""
+"""recall: long-term memory for LangGraph agents on PostgreSQL + pgvector.
+
+`RecallMiddleware` (for LangChain's `create_agent`) is imported on first use: it needs the
+`agents` extra (`langchain`), which the base install does not bring.
+"""
+
+from typing import TYPE_CHECKING
 
 from recall.basestore import RecallStore
 from recall.config import Settings
@@ -27,6 +33,9 @@ from recall.nodes.tool import create_memory_search_tool
 from recall.search.rerank import ChatModelReranker, Reranker
 from recall.store import Found, MemoryStore, SearchResult
 
+if TYPE_CHECKING:  # imported on first use (`__getattr__`): it needs the agents extra
+    from recall.agents import RecallMiddleware
+
 __all__ = [
     "BgeSmallEmbeddings",
     "ChatModelReranker",
@@ -44,6 +53,7 @@ __all__ = [
     "MigrationError",
     "MiniLMEmbeddings",
     "RecallError",
+    "RecallMiddleware",
     "RecallStore",
     "Reranker",
     "SearchResult",
@@ -58,3 +68,15 @@ __all__ = [
     "retrieve_memories",
     "store_memories",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name == "RecallMiddleware":
+        try:
+            from recall.agents import RecallMiddleware
+        except ImportError as exc:
+            raise ImportError(
+                "RecallMiddleware needs langchain: pip install 'langgraph-recall[agents]'"
+            ) from exc
+        return RecallMiddleware
+    raise AttributeError(f"module 'recall' has no attribute {name!r}")

@@ -15,6 +15,8 @@ __all__ = [
     "system_texts_of_latest_turn",
     "thread_id",
     "user_id_from_config",
+    "user_id_from_context",
+    "user_id_of",
 ]
 
 _ERROR_PREFIXES = ("error:", "error -", "traceback (most recent call last)", "exception:")
@@ -45,6 +47,28 @@ def user_id_from_config(config: Mapping[str, Any] | None) -> str | None:
         except Exception:  # a proxy whose wrapped object misbehaves
             identity = None
     return identity if isinstance(identity, str) and identity.strip() else None
+
+
+def user_id_from_context(context: object) -> str | None:
+    """The `user_id` of a LangGraph runtime context (`graph.invoke(..., context=...)`): a
+    mapping's `"user_id"` or an object's `user_id` attribute (a dataclass, a pydantic model), or
+    None. Blank ids count as none."""
+    if context is None:
+        return None
+    if isinstance(context, Mapping):
+        value = context.get("user_id")
+    else:
+        try:
+            value = getattr(context, "user_id", None)
+        except Exception:  # a context object whose property misbehaves
+            value = None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def user_id_of(config: Mapping[str, Any] | None, context: object = None) -> str | None:
+    """Whose memory a run uses: the authenticated user (`user_id_from_config`), else the
+    runtime context's `user_id` (`user_id_from_context`), else None."""
+    return user_id_from_config(config) or user_id_from_context(context)
 
 
 def thread_id(config: Mapping[str, Any] | None) -> str | None:

@@ -29,3 +29,27 @@ def test_the_default_path_imports_no_torch() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-2:] == ["BgeSmallEmbeddings 384", "[]"]  # after the log
+
+
+NO_LANGCHAIN = """
+import sys
+sys.modules["langchain"] = None  # as in a base install: the agents extra is not there
+import recall
+from recall import retrieve_memories, store_memories
+assert "recall.agents" not in sys.modules
+try:
+    recall.RecallMiddleware
+except ImportError as exc:
+    print(exc)
+"""
+
+
+def test_the_base_install_imports_recall_and_names_the_extra_for_the_middleware() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", NO_LANGCHAIN], capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "RecallMiddleware needs langchain: pip install 'langgraph-recall[agents]'"
+    )

@@ -1,4 +1,5 @@
-"""End to end: `langgraph dev` serves the companion graph; two users talk to it over HTTP."""
+"""End to end: `langgraph dev` serves the companion graph, the notes graph and the
+`create_agent` assistant; two users talk to them over HTTP."""
 
 from __future__ import annotations
 
@@ -183,6 +184,36 @@ def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str
         assert client.get("/recall/stats").json()["window"]["searches"] >= 3
 
 
+def test_the_agent_assistant_remembers_across_threads_and_nobody_else_sees_it(
+    server: str,
+) -> None:
+    """The `agent` graph (create_agent with RecallMiddleware, its offline model quoting what
+    its system prompt holds) under the same tokens and rules as the companion."""
+    with httpx.Client(base_url=server, timeout=120) as client:
+        first = _new_thread(client, "alice")
+        _say(client, "alice", first, "My sister lives in Ghent", assistant="agent")
+        second = _new_thread(client, "alice")
+        out = _say(client, "alice", second, "Where does my sister live?", assistant="agent")
+        assert out["retrieved_memories"][0]["user_message"] == "My sister lives in Ghent"
+        assert "Ghent" in out["messages"][-1]["content"]  # it reached the model's prompt
+
+        bobs = _new_thread(client, "bob")
+        for_bob = _say(client, "bob", bobs, "Where does my sister live?", assistant="agent")
+        assert for_bob["retrieved_memories"] == []
+        assert "Ghent" not in for_bob["messages"][-1]["content"]
+        run = client.post(
+            f"/threads/{first}/runs/wait",
+            json={
+                "assistant_id": "agent",
+                "input": {"messages": [{"role": "user", "content": "hi"}]},
+            },
+            headers=_headers("bob"),
+        )
+        assert run.status_code == 404
+        mine = client.get("/recall/api/memories", headers=_headers("alice")).json()["memories"]
+        assert [m["user_message"] for m in mine].count("My sister lives in Ghent") == 1
+
+
 ITEM = {"namespace": ["alice", "notes"], "key": "k1", "value": {"city": "Lisbon"}}
 
 
@@ -280,6 +311,7 @@ def test_assistants_are_read_by_all_and_changed_only_by_operators(server: str) -
     with httpx.Client(base_url=server, timeout=60) as client:
         found = _call(client, "POST", "/assistants/search", "bob", {})
         assert found.status_code == 200
+        assert {a["graph_id"] for a in found.json()} == {"companion", "notes", "agent"}
         companion = next(a for a in found.json() if a["graph_id"] == "companion")
         path = f"/assistants/{companion['assistant_id']}"
         assert _call(client, "GET", path, "bob").status_code == 200

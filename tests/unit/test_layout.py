@@ -32,9 +32,10 @@ FLOORS: dict[str, int] = {
     "basestore": 3,
     "creation": 4,
     "nodes": 5,
-    "example": 6,
-    "server": 7,
-    "cli": 7,
+    "agents": 6,
+    "example": 7,
+    "server": 8,
+    "cli": 8,
 }
 TOP = {"__init__", "__main__"}  # the package's face: may import anything
 SQL_CALLS = {"execute", "executemany", "executescript", "copy", "fetchone", "fetchall", "fetchmany"}

@@ -12,9 +12,10 @@ from langchain_core.runnables import RunnableConfig
 
 from recall.limits import RECENT_LIMIT
 from recall.messages import message_text, thread_id, user_id_from_config
+from recall.nodes.memory_node import MemoryNode
 from recall.nodes.text import memory_text
 from recall.store.memory_store import MemoryStore
-from recall.store.shared import StoreProvider, provider_for
+from recall.store.shared import StoreProvider, home_loop, provider_for
 
 __all__ = ["create_chat_summary_node", "create_recent_memories_node"]
 
@@ -39,8 +40,9 @@ def create_recent_memories_node(
     *,
     n: int = RECENT_LIMIT,
     output_key: str = "recent_memories",
-) -> Any:
-    """Make a RecentMemory node: the last `n` memories of this conversation, newest first.
+) -> MemoryNode:
+    """Make a RecentMemory node (a `MemoryNode`: sync and async graphs alike): the last `n`
+    memories of this conversation, newest first.
 
     With a thread id (the discussion id) it returns the conversation's model-written
     memories, or its stored turns while none exist yet. Without one (stateless), or when the
@@ -65,14 +67,21 @@ def create_recent_memories_node(
             log.error("memory.recent.error", kind=type(exc).__name__, error=str(exc))
         return {output_key: _stateless(state, n)}
 
-    return recent_memories
+    return MemoryNode(
+        recent_memories,
+        name="recent_memories",
+        fallback={output_key: []},
+        home=home_loop(provider),
+        event="memory.recent.error",
+    )
 
 
 def create_chat_summary_node(
     store: MemoryStore | StoreProvider | None = None, *, output_key: str = "chat_summary"
-) -> Any:
-    """Make a FullChatSummary node: the conversation's rolling summary ("" when there is
-    none yet, no thread, no user, or the store fails)."""
+) -> MemoryNode:
+    """Make a FullChatSummary node (a `MemoryNode`: sync and async graphs alike): the
+    conversation's rolling summary ("" when there is none yet, no thread, no user, or the
+    store fails)."""
     provider = provider_for(store)
 
     async def chat_summary(state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -88,4 +97,10 @@ def create_chat_summary_node(
             return {output_key: ""}
         return {output_key: summary or ""}
 
-    return chat_summary
+    return MemoryNode(
+        chat_summary,
+        name="chat_summary",
+        fallback={output_key: ""},
+        home=home_loop(provider),
+        event="memory.summary.error",
+    )

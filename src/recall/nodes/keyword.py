@@ -9,9 +9,10 @@ import structlog
 from langchain_core.runnables import RunnableConfig
 
 from recall.messages import thread_id, user_id_from_config
+from recall.nodes.memory_node import MemoryNode
 from recall.nodes.text import memory_text
 from recall.store.memory_store import MemoryStore
-from recall.store.shared import StoreProvider, provider_for
+from recall.store.shared import StoreProvider, home_loop, provider_for
 
 __all__ = [
     "NO_DISCUSSION_MESSAGE",
@@ -35,8 +36,9 @@ def create_keyword_search_node(
     template: str | None = None,
     output_key: str = "memory_search_output",
     limit: int | None = None,
-) -> Any:
-    """Make a keyword-search node (VectorMemorySearch): BM25 search in this conversation.
+) -> MemoryNode:
+    """Make a keyword-search node (VectorMemorySearch, a `MemoryNode`: sync and async graphs
+    alike): BM25 search in this conversation.
 
     The input is `state[input_key]`, or `template.format_map(state)` when a template is given
     (e.g. "{topics}; {user_name}"): keywords separated by `;`, at most 60 used. The search is
@@ -74,4 +76,10 @@ def create_keyword_search_node(
             return {output_key: NO_RESULTS_MESSAGE}
         return {output_key: RESULT_SEPARATOR.join(memory_text(m) for m in found)}
 
-    return keyword_memory_search
+    return MemoryNode(
+        keyword_memory_search,
+        name="keyword_memory_search",
+        fallback={output_key: NO_RESULTS_MESSAGE},
+        home=home_loop(provider),
+        event="memory.keyword.error",
+    )

@@ -2,14 +2,14 @@
 memories into state.
 
 It works with no set-up (a process-wide store from the environment) and is also made by a
-factory that takes a store, limits and timeouts.
+factory that takes a store, limits and timeouts. Either way it is a `MemoryNode`: it runs in
+sync graphs (`invoke`, `stream`) and async ones (`ainvoke`, `astream`) alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -24,9 +24,10 @@ from recall.messages import (
     user_id_from_config,
 )
 from recall.metrics import METRICS, Outcome, RetrievalMetrics, outcome_of
+from recall.nodes.memory_node import MemoryNode
 from recall.search.rerank import Reranker, rerank_memories
 from recall.store.memory_store import MemoryStore
-from recall.store.shared import StoreProvider, provider_for
+from recall.store.shared import StoreProvider, home_loop, provider_for
 
 __all__ = [
     "MAX_MEMORY_TEXT",
@@ -39,6 +40,7 @@ __all__ = [
     "retrieve_for",
     "retrieve_memories",
     "retrieve_node",
+    "retrieve_recorded",
     "to_state_dict",
 ]
 
@@ -49,7 +51,8 @@ MAX_MEMORY_TEXT = 500
 # is empty): it waits this long at most for it
 COLD_START_TIMEOUT_S = 120.0
 
-Node = Callable[[Any, RunnableConfig], Awaitable[dict[str, Any]]]
+EMPTY: dict[str, Any] = {"retrieved_memories": []}
+"""What the node returns when it finds nothing, or fails."""
 
 
 class RetrievedMemory(TypedDict):
@@ -95,8 +98,8 @@ def create_retrieve_memories_node(
     rerank_timeout_ms: int = 10000,
     settings: Settings | None = None,
     metrics: RetrievalMetrics | None = None,
-) -> Node:
-    """Make a `retrieve_memories` node.
+) -> MemoryNode:
+    """Make a `retrieve_memories` node (a `MemoryNode`: sync and async graphs alike).
 
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
@@ -122,7 +125,8 @@ def create_retrieve_memories_node(
             when None (docs/operations.md).
 
     Returns:
-        `async def node(state, config) -> {"retrieved_memories": [...]}`. It never raises:
+        A node `(state, config) -> {"retrieved_memories": [...]}`, run by `invoke` or
+        `ainvoke` (and awaitable as `await node(state, config)`). It never raises:
         no user, no HumanMessage, bad state, a database or model failure and a timeout all
         return an empty list (and are logged). A retrieval that finds the default model not
         yet loaded waits for it (up to `COLD_START_TIMEOUT_S`) before its search timeout
@@ -151,7 +155,13 @@ def create_retrieve_memories_node(
         """Retrieve the user's memories most relevant to their latest message."""
         return await retrieve_node(how, state, config)
 
-    return retrieve_memories
+    return MemoryNode(
+        retrieve_memories,
+        name="retrieve_memories",
+        fallback=EMPTY,
+        home=home_loop(how.provider),
+        event="memory.retrieve.error",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +184,19 @@ class Retrieval:
 
 
 async def retrieve_node(how: Retrieval, state: Any, config: RunnableConfig) -> dict[str, Any]:
-    """The retrieve node's body: the user's memories for their latest message into state,
-    the retrieval recorded in `how.metrics`."""
+    """The retrieve node's body: the user's memories for their latest message into state."""
     user_id = user_id_from_config(config)
     with structlog.contextvars.bound_contextvars(
         user_id=user_id, thread_id=thread_id(config), node="retrieve_memories"
     ):
-        found, outcome, elapsed_ms = await retrieve(how, state, user_id)
+        return {"retrieved_memories": await retrieve_recorded(how, state, user_id)}
+
+
+async def retrieve_recorded(
+    how: Retrieval, state: Any, user_id: str | None
+) -> list[RetrievedMemory]:
+    """`retrieve`, the retrieval recorded in `how.metrics` (the node's and the middleware's)."""
+    found, outcome, elapsed_ms = await retrieve(how, state, user_id)
     if how.settings.track_retrieval_latency or outcome not in ("ok", "empty"):
         how.metrics.record(
             outcome,
@@ -188,7 +204,7 @@ async def retrieve_node(how: Retrieval, state: Any, config: RunnableConfig) -> d
             [m["similarity"] for m in found],
             alerts=how.settings.alert_on_failures,
         )
-    return {"retrieved_memories": found}
+    return found
 
 
 async def retrieve(
@@ -301,17 +317,25 @@ async def ready_store(how: Retrieval, deadline: float) -> tuple[MemoryStore, flo
     return memory_store, deadline
 
 
-_default_retrieve: Node | None = None
+_default_retrieve: MemoryNode | None = None
 
 
-async def retrieve_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
-    """The retrieval node with the defaults of `Settings` (limit 3, threshold 0.5 unless the
-    environment says otherwise) on the process-wide store."""
+async def _retrieve_with_defaults(state: Any, config: RunnableConfig) -> dict[str, Any]:
     global _default_retrieve
     if _default_retrieve is None:
         try:
             _default_retrieve = create_retrieve_memories_node()
         except Exception as exc:  # e.g. an invalid RECALL_* variable: still never fail the turn
             log.error("memory.retrieve.error", kind="config", error=str(exc))
-            return {"retrieved_memories": []}
+            return dict(EMPTY)
     return await _default_retrieve(state, config)
+
+
+retrieve_memories = MemoryNode(
+    _retrieve_with_defaults,
+    name="retrieve_memories",
+    fallback=EMPTY,
+    event="memory.retrieve.error",
+)
+"""The retrieval node with the defaults of `Settings` (limit 3, threshold 0.5 unless the
+environment says otherwise) on the process-wide store, in sync and async graphs."""

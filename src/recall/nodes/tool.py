@@ -1,4 +1,5 @@
-"""The `memory_search` tool: an agent searches the authenticated user's memories."""
+"""The `memory_search` tool: an agent searches the authenticated user's memories, from a sync
+agent or an async one."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import time
 import structlog
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.runtime import get_runtime
 
 from recall.config import RetrievalMode
-from recall.messages import user_id_from_config
+from recall.messages import user_id_of
+from recall.nodes.blocking import run_blocking
 from recall.nodes.text import format_memory
 from recall.store.memory_store import MemoryStore
-from recall.store.shared import StoreProvider, provider_for
+from recall.store.shared import StoreProvider, home_loop, provider_for
 
 __all__ = ["create_memory_search_tool"]
 
@@ -28,9 +31,10 @@ def create_memory_search_tool(
     """Make the `memory_search(query, max_results=10)` tool for an agent.
 
     The tool searches the memories of the user in `config["configurable"]
-    ["langgraph_auth_user"]`; the model's arguments hold only the query and a count, so the
-    model can never choose whose memories it reads. Results show date, conversation (or note
-    file) and score. No threshold: the agent asked, it gets the best matches.
+    ["langgraph_auth_user"]`, else of the run's context `user_id` (`create_agent`'s
+    `context=`); the model's arguments hold only the query and a count, so the model can never
+    choose whose memories it reads. It runs in sync agents and async ones. Results show date,
+    conversation (or note file) and score. No threshold: the agent asked, it gets the best matches.
 
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
@@ -38,10 +42,21 @@ def create_memory_search_tool(
         max_results_cap: the most results the model may ask for.
     """
     provider = provider_for(store)
+    home = home_loop(provider)
 
     async def memory_search(query: str, max_results: int = 10, *, config: RunnableConfig) -> str:
+        return await search(query, max_results, user_id_of(config, _run_context()))
+
+    def memory_search_sync(query: str, max_results: int = 10, *, config: RunnableConfig) -> str:
+        user_id = user_id_of(config, _run_context())  # read here: the run's context is here
+        try:
+            return run_blocking(lambda: search(query, max_results, user_id), loop=home)
+        except Exception as exc:
+            log.error("memory.tool.error", kind=type(exc).__name__, error=str(exc))
+            return "Memory search failed; try again later."
+
+    async def search(query: str, max_results: int, user_id: str | None) -> str:
         started = time.perf_counter()
-        user_id = user_id_from_config(config)
         if user_id is None:
             return "Memory search is unavailable: no authenticated user."
         count = max(1, min(int(max_results), max_results_cap))
@@ -65,6 +80,7 @@ def create_memory_search_tool(
         return "\n\n".join(format_memory(i, m) for i, m in enumerate(found, start=1))
 
     return StructuredTool.from_function(
+        func=memory_search_sync,
         coroutine=memory_search,
         name="memory_search",
         description=(
@@ -73,3 +89,11 @@ def create_memory_search_tool(
             "help. Returns the best matches with their date."
         ),
     )
+
+
+def _run_context() -> object:
+    """The context of the LangGraph run this tool call is part of, or None outside one."""
+    try:
+        return get_runtime().context
+    except Exception:  # not inside a run, or a run without a runtime
+        return None

@@ -12,6 +12,7 @@ Opening one: `recall.store.connector`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -91,6 +92,9 @@ class MemoryStore:
             read_pool=read_pool,
         )
         self.core = core  # what the parts share; tests and benchmarks look inside it
+        self.loop: asyncio.AbstractEventLoop | None = _running_loop()
+        """The event loop the store was opened on, which its pools belong to (None when made
+        outside one); a sync node sends its work there (`recall.nodes.blocking`)."""
         self._maintenance = Maintenance(core)
         self._candidates = Candidates(core, self._maintenance)
         self._search = Search(core, self._candidates)
@@ -415,3 +419,10 @@ class MemoryStore:
         tracker, rolling summaries, their own HNSW index, and turns still waiting in the given
         writer queues (`TurnWriter.outbox`)."""
         return await self._erasure.forget_user(user_id, outboxes=outboxes)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

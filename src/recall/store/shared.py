@@ -3,31 +3,42 @@
 The first node that needs it opens one `MemoryStore` from the environment (the embedded server
 when no URL is set); every node of the process shares it. A server lifespan can install its own
 with `set_default_store` and close it with `close_default_store`.
+
+A store's pool belongs to the event loop it was opened on, so there is one such store per loop:
+a process that serves async graphs and sync ones (whose work runs on recall's own loop,
+`recall.nodes.blocking`) holds two, each used only on its own loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable
 
 from recall.store import MemoryStore
 
 __all__ = [
+    "FixedStore",
     "StoreProvider",
     "close_default_store",
     "get_default_store",
+    "home_loop",
     "provider_for",
     "set_default_store",
 ]
 
 StoreProvider = Callable[[], Awaitable[MemoryStore]]
 
-_task: asyncio.Task[MemoryStore] | None = None
-_store: MemoryStore | None = None
+_tasks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[MemoryStore]] = (
+    weakref.WeakKeyDictionary()
+)
+_stores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, MemoryStore] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 async def get_default_store() -> MemoryStore:
-    """Return the process-wide store, opening it on first use.
+    """Return this event loop's process-wide store, opening it on first use.
 
     The opening runs as a shielded task: a caller that times out does not cancel it, and the
     next caller gets the store. A failed opening is retried by the next call.
@@ -35,37 +46,55 @@ async def get_default_store() -> MemoryStore:
     Raises:
         RecallError: the store could not be opened.
     """
-    global _task
-    if _store is not None:
-        return _store
     loop = asyncio.get_running_loop()
-    if _task is None or _task.get_loop() is not loop or (_task.done() and _task.exception()):
-        _task = loop.create_task(_open())
-    return await asyncio.shield(_task)
+    store = _stores.get(loop)
+    if store is not None:
+        return store
+    task = _tasks.get(loop)
+    if task is None or (task.done() and task.exception()):
+        task = _tasks[loop] = loop.create_task(_open(loop))
+    return await asyncio.shield(task)
 
 
-async def _open() -> MemoryStore:
-    global _store
+async def _open(loop: asyncio.AbstractEventLoop) -> MemoryStore:
     store = await MemoryStore.connect().open()
-    _store = store
+    _stores[loop] = store
     return store
 
 
 def set_default_store(store: MemoryStore | None) -> None:
-    """Install (or with None, forget) the process-wide store."""
-    global _store, _task
-    _store, _task = store, None
+    """Install the process-wide store of the loop it was opened on (or of the running loop);
+    with None, forget every loop's."""
+    if store is None:
+        _stores.clear()
+        _tasks.clear()
+        return
+    loop = store.loop
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    _stores[loop] = store
+    _tasks.pop(loop, None)
 
 
 async def close_default_store() -> None:
-    """Close the process-wide store if one is open."""
-    global _store, _task
-    store, _store = _store, None
-    if store is None and _task is not None and _task.done() and not _task.exception():
-        store = _task.result()
-    _task = None
+    """Close this event loop's process-wide store if one is open."""
+    loop = asyncio.get_running_loop()
+    store = _stores.pop(loop, None)
+    task = _tasks.pop(loop, None)
+    if store is None and task is not None and task.done() and not task.exception():
+        store = task.result()
     if store is not None:
         await store.close()
+
+
+class FixedStore:
+    """The provider of a store a node was given: that store, on every call."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    async def __call__(self) -> MemoryStore:
+        return self.store
 
 
 def provider_for(store: MemoryStore | StoreProvider | None) -> StoreProvider:
@@ -73,10 +102,10 @@ def provider_for(store: MemoryStore | StoreProvider | None) -> StoreProvider:
     if store is None:
         return get_default_store
     if isinstance(store, MemoryStore):
-        fixed = store
-
-        async def given() -> MemoryStore:
-            return fixed
-
-        return given
+        return FixedStore(store)
     return store
+
+
+def home_loop(provider: StoreProvider) -> asyncio.AbstractEventLoop | None:
+    """The loop the provider's store was opened on, when it provides one fixed store."""
+    return provider.store.loop if isinstance(provider, FixedStore) else None

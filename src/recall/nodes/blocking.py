@@ -1,0 +1,153 @@
+"""Memory in sync code: recall's own event loop, in a daemon thread, runs the async work that a
+sync graph (`invoke`, `stream`) or a sync middleware hook asks for.
+
+The core of recall is async (psycopg's async pool, the model in a worker thread). A sync caller
+cannot run it with `asyncio.run`, which would make a new loop a call, and a store's pool belongs
+to the loop it was opened on. So every sync call goes to one long-lived loop: the process-wide
+store opened there serves every later sync call, and a writer's background work (the drainer of
+its durable queue) goes on there between calls. At interpreter exit the writers that ran there
+are flushed for at most `EXIT_FLUSH_S` (what is still queued stays on disk for the next process),
+then the loop's process-wide store is closed. Decision 0048 says why this and not a loop a call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextvars
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import structlog
+
+from recall.errors import StoreError
+from recall.store.shared import close_default_store
+
+__all__ = ["EXIT_FLUSH_S", "at_exit", "is_portal", "portal_loop", "run_blocking"]
+
+log = structlog.stdlib.get_logger(__name__)
+
+T = TypeVar("T")
+
+EXIT_FLUSH_S = 10.0
+"""The longest the exit hook waits for the writers that ran on recall's loop, all together."""
+
+_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+_exit_work: dict[int, Callable[[], Awaitable[None]]] = {}
+_hooked = False
+
+
+def portal_loop() -> asyncio.AbstractEventLoop:
+    """Recall's own event loop, started in a daemon thread on first use."""
+    global _loop
+    with _lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            started = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(started.set)
+                loop.run_forever()
+
+            threading.Thread(target=serve, name="recall-loop", daemon=True).start()
+            started.wait()
+            _loop = loop
+            _hook_exit()
+        return _loop
+
+
+def is_portal(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether `loop` is recall's own (a sync caller's work runs there)."""
+    return loop is _loop
+
+
+def run_blocking(
+    work: Callable[[], Coroutine[Any, Any, T]], *, loop: asyncio.AbstractEventLoop | None = None
+) -> T:
+    """Run `work()` to its end on `loop` (recall's own when None) and return its result; the
+    caller's context variables (structlog's bound values, LangGraph's config) go with it.
+
+    Raises:
+        StoreError: `loop` is the caller's own running loop, or not running (a store opened on
+            a loop that has ended cannot serve a sync call).
+        Whatever `work()` raised.
+    """
+    target = loop or portal_loop()
+    try:
+        current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        current = None
+    if target is current:
+        raise StoreError(
+            "a sync call was made from the event loop its store runs on; use the async API "
+            "(ainvoke, astream) there"
+        )
+    if loop is not None and (loop.is_closed() or not loop.is_running()):
+        raise StoreError(
+            "the store was opened on an event loop that is not running; in a sync graph give "
+            "the node no store (the process-wide one) or a store opened with "
+            "recall.nodes.blocking.run_blocking(MemoryStore.connect(...).open)"
+        )
+    context = contextvars.copy_context()
+    done: Future[T] = Future()
+
+    def begin() -> None:
+        task = target.create_task(work(), context=context)
+
+        def finish(t: asyncio.Task[T]) -> None:
+            if t.cancelled():
+                done.set_exception(asyncio.CancelledError())
+            elif (exc := t.exception()) is not None:
+                done.set_exception(exc)
+            else:
+                done.set_result(t.result())
+
+        task.add_done_callback(finish)
+
+    target.call_soon_threadsafe(begin)
+    return done.result()
+
+
+def at_exit(key: object, work: Callable[[], Awaitable[None]]) -> None:
+    """Have `work()` run on recall's loop at interpreter exit, once per `key`.
+
+    It runs when the threading module shuts down (`threading._register_atexit`, the hook
+    `concurrent.futures` itself uses), before the worker threads stop taking work: a flush
+    embeds and writes in worker threads, which an `atexit` hook finds closed ("cannot schedule
+    new futures after interpreter shutdown"). That is also before every `atexit` hook, the
+    embedded server's stop among them, so the database is still there.
+    """
+    _exit_work[id(key)] = work
+    _hook_exit()
+
+
+def _hook_exit() -> None:
+    global _hooked
+    if not _hooked:
+        _hooked = True
+        register = getattr(threading, "_register_atexit", atexit.register)
+        register(_at_exit)
+
+
+def _at_exit() -> None:
+    loop = _loop
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return
+    works = list(_exit_work.values())
+    _exit_work.clear()
+
+    async def all_of() -> None:
+        try:
+            async with asyncio.timeout(EXIT_FLUSH_S):
+                await asyncio.gather(*(w() for w in works), return_exceptions=True)
+        finally:
+            await close_default_store()
+
+    try:
+        run_blocking(all_of)
+    except Exception as exc:  # at exit: say so, never raise
+        log.warning("memory.sync.exit_flush", error=str(exc) or type(exc).__name__)
