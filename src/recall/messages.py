@@ -34,34 +34,30 @@ def user_id_from_config(config: Mapping[str, Any] | None) -> str | None:
     any object with an `identity` attribute, and a bare string. Blank ids count as none.
     """
     user = _configurable(config).get("langgraph_auth_user")
-    identity: object
-    if user is None:
-        return None
-    if isinstance(user, str):
-        identity = user
-    elif isinstance(user, Mapping):
-        identity = user.get("identity")
-    else:
-        try:
-            identity = getattr(user, "identity", None)
-        except Exception:  # a proxy whose wrapped object misbehaves
-            identity = None
-    return identity if isinstance(identity, str) and identity.strip() else None
+    return _id(user) if isinstance(user, str) else _id_in(user, "identity")
 
 
 def user_id_from_context(context: object) -> str | None:
     """The `user_id` of a LangGraph runtime context (`graph.invoke(..., context=...)`): a
     mapping's `"user_id"` or an object's `user_id` attribute (a dataclass, a pydantic model), or
     None. Blank ids count as none."""
-    if context is None:
+    return _id_in(context, "user_id")
+
+
+def _id_in(holder: object, name: str) -> str | None:
+    """`holder[name]` of a mapping, else `holder.name` (None for a proxy or property that
+    misbehaves), as an id."""
+    if holder is None:
         return None
-    if isinstance(context, Mapping):
-        value = context.get("user_id")
-    else:
-        try:
-            value = getattr(context, "user_id", None)
-        except Exception:  # a context object whose property misbehaves
-            value = None
+    if isinstance(holder, Mapping):
+        return _id(holder.get(name))
+    try:
+        return _id(getattr(holder, name, None))
+    except Exception:  # a proxy whose wrapped object misbehaves
+        return None
+
+
+def _id(value: object) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 

@@ -28,6 +28,7 @@ from structlog.testing import capture_logs
 
 from recall import RecallMiddleware, retrieve_memories, store_memories
 from recall.config import Settings
+from recall.errors import StoreError
 from recall.example.functional import build_companion, build_sync_companion
 from recall.memory import LIBRARY_KEY
 from recall.nodes import (
@@ -35,10 +36,11 @@ from recall.nodes import (
     create_keyword_search_node,
     create_recent_memories_node,
     create_retrieve_memories_node,
+    create_store_memories_node,
 )
 from recall.outbox import Outbox
 from recall.store import MemoryStore
-from tests.fakes import RecordingChatModel
+from tests.fakes import FailingStore, RecordingChatModel, provider
 
 pytestmark = pytest.mark.model
 
@@ -141,6 +143,48 @@ async def test_the_context_and_keyword_nodes_run_in_sync_graphs_too(process_data
     assert FACT in searched["memory_search_output"]
     summary = await asyncio.to_thread(create_chat_summary_node().invoke, {}, cfg)
     assert summary == {"chat_summary": ""}  # none written yet
+
+
+async def test_a_sync_call_never_fails_a_turn(
+    store: MemoryStore, user: str, tmp_path: Path
+) -> None:
+    asked = {"messages": [HumanMessage("pears?")], "retrieved_memories": []}
+    down = create_retrieve_memories_node(provider(FailingStore(StoreError("database down"))))
+    assert await asyncio.to_thread(down.invoke, asked, config(user, "t")) == {
+        "retrieved_memories": []
+    }
+    # a store whose loop does not run (one opened under an asyncio.run that has ended)
+    home, stopped = store.loop, asyncio.new_event_loop()
+    try:
+        store.loop = stopped
+        with capture_logs() as logs:
+            node = create_retrieve_memories_node(store)
+            writer = create_store_memories_node(store, queue_path=tmp_path / "q.sqlite3")
+            turn = {**asked, "messages": [*asked["messages"], AIMessage("Noted.")]}
+            assert await asyncio.to_thread(node.invoke, asked, config(user, "t")) == {
+                "retrieved_memories": []
+            }
+            assert await asyncio.to_thread(writer.invoke, turn, config(user, "t")) == {}
+    finally:
+        store.loop = home
+        stopped.close()
+    failed = [(e["event"], e["kind"]) for e in logs if e["log_level"] == "error"]
+    assert failed == [("memory.retrieve.error", "sync"), ("memory.write.error", "sync")]
+
+
+async def test_the_middleware_never_fails_a_turn(tmp_path: Path) -> None:
+    model = RecordingChatModel()
+    middleware = RecallMiddleware(
+        provider(FailingStore(StoreError("database down"))), queue_path=tmp_path / "q.sqlite3"
+    )
+    agent = create_agent(model, system_prompt="You are a companion.", middleware=[middleware])
+    for how in ("invoke", "ainvoke"):
+        with capture_logs() as logs:
+            out = await run(agent, how, {"messages": [("user", FACT)]}, config("eve", how))
+        assert out["messages"][-1].content == "Noted."
+        assert model.system_texts()[-1] == "You are a companion."
+        events = [e["event"] for e in logs]
+        assert "memory.retrieve.error" in events and "memory.write.error" in events
 
 
 def agent_with(model: RecordingChatModel, middleware: RecallMiddleware | None = None) -> Any:

@@ -128,6 +128,17 @@ def _say(
     return state
 
 
+def _run_status(client: httpx.Client, user: str, thread: str, assistant: str) -> int:
+    """The status of `user`'s run of "hi there" on `thread` (404: not theirs)."""
+    body = {
+        "assistant_id": assistant,
+        "input": {"messages": [{"role": "user", "content": "hi there"}]},
+    }
+    return client.post(
+        f"/threads/{thread}/runs/wait", json=body, headers=_headers(user)
+    ).status_code
+
+
 def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str) -> None:
     with httpx.Client(base_url=server, timeout=120) as client:
         assert client.post("/threads", json={}).status_code == 401  # no token
@@ -153,15 +164,7 @@ def test_a_user_is_remembered_across_threads_and_nobody_else_sees_it(server: str
 
         # bob cannot read or run alice's thread
         assert client.get(f"/threads/{first}", headers=_headers("bob")).status_code == 404
-        run = client.post(
-            f"/threads/{first}/runs/wait",
-            json={
-                "assistant_id": "companion",
-                "input": {"messages": [{"role": "user", "content": "hi there"}]},
-            },
-            headers=_headers("bob"),
-        )
-        assert run.status_code == 404
+        assert _run_status(client, "bob", first, "companion") == 404
 
         # the memory inspector is served by the same app, inside langgraph dev
         page = client.get("/recall/ui")
@@ -201,15 +204,7 @@ def test_the_agent_assistant_remembers_across_threads_and_nobody_else_sees_it(
         for_bob = _say(client, "bob", bobs, "Where does my sister live?", assistant="agent")
         assert for_bob["retrieved_memories"] == []
         assert "Ghent" not in for_bob["messages"][-1]["content"]
-        run = client.post(
-            f"/threads/{first}/runs/wait",
-            json={
-                "assistant_id": "agent",
-                "input": {"messages": [{"role": "user", "content": "hi"}]},
-            },
-            headers=_headers("bob"),
-        )
-        assert run.status_code == 404
+        assert _run_status(client, "bob", first, "agent") == 404
         mine = client.get("/recall/api/memories", headers=_headers("alice")).json()["memories"]
         assert [m["user_message"] for m in mine].count("My sister lives in Ghent") == 1
 

@@ -1,3 +1,4 @@
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -10,6 +11,8 @@ from recall.messages import (
     message_text,
     thread_id,
     user_id_from_config,
+    user_id_from_context,
+    user_id_of,
 )
 
 
@@ -143,3 +146,37 @@ def test_latest_turn_pairs_the_reply_to_the_latest_human_message() -> None:
 )
 def test_error_responses(message: AIMessage, expected: bool) -> None:
     assert is_error_response(message) is expected
+
+
+@dataclass
+class _Context:
+    user_id: str
+
+
+class _Broken:
+    @property
+    def user_id(self) -> str:
+        raise RuntimeError("no")
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        ({"user_id": "carol"}, "carol"),
+        (_Context("dave"), "dave"),
+        ({"user_id": "  "}, None),
+        ({"user_id": 7}, None),
+        (_Broken(), None),
+        (None, None),
+        ("carol", None),
+    ],
+)
+def test_the_user_of_a_runtime_context(context: object, expected: str | None) -> None:
+    assert user_id_from_context(context) == expected
+
+
+def test_the_auth_user_comes_before_the_context_user() -> None:
+    auth = {"configurable": {"langgraph_auth_user": {"identity": "alice"}}}
+    assert user_id_of(auth, {"user_id": "carol"}) == "alice"
+    assert user_id_of({}, {"user_id": "carol"}) == "carol"
+    assert user_id_of({}, None) is None
