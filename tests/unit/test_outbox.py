@@ -272,3 +272,34 @@ async def test_an_entry_written_since_the_drainer_read_it_is_not_written_again(
     assert await writer.drain() == 1
     assert [w["user_message"] for w in writes] == ["and this"]
     await writer.close()
+
+
+async def test_finishing_at_exit_tries_each_queued_turn_once(tmp_path: Path) -> None:
+    """`TurnWriter.finish` (a sync graph's writer at interpreter exit): with the database
+    down, one attempt and the turns stay queued, where `flush` would retry until its time ran
+    out; with it back, every queued turn is written."""
+    outbox = Outbox(tmp_path / "outbox.sqlite3")
+    for text in ("one turn here", "two turns here"):
+        await outbox.put("u", {**TURN, "user_message": text})
+    written: list[str] = []
+    up = False
+
+    class Store:
+        settings = Settings()
+
+        async def add_turn(self, **turn: Any) -> None:
+            if not up:
+                raise StoreError("database down")
+            written.append(turn["user_message"])
+
+    async def store() -> Any:
+        return Store()
+
+    writer = TurnWriter(store, outbox, retry_initial_s=0.01, retry_max_s=0.01)
+    async with asyncio.timeout(5):
+        await writer.finish()
+    assert written == [] and await outbox.count() == 2
+    up = True
+    await writer.finish()
+    assert written == ["one turn here", "two turns here"] and await outbox.count() == 0
+    await writer.close()

@@ -6,8 +6,9 @@ cannot run it with `asyncio.run`, which would make a new loop a call, and a stor
 to the loop it was opened on. So every sync call goes to one long-lived loop: the process-wide
 store opened there serves every later sync call, and a writer's background work (the drainer of
 its durable queue) goes on there between calls. At interpreter exit the writers that ran there
-are flushed for at most `EXIT_FLUSH_S` (what is still queued stays on disk for the next process),
-then the loop's process-wide store is closed. Decision 0048 says why this and not a loop a call.
+finish their attempts in flight and try each queued turn once (`TurnWriter.finish`), for at most
+`EXIT_FLUSH_S` in all (what is still queued stays on disk for the next process), then the loop's
+process-wide store is closed. Decision 0048 says why this and not a loop a call.
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ class Writing:
             self.started.add(writer)
             writer.start()
         if blocking.is_portal(loop):
-            blocking.at_exit(writer, writer.flush)
+            blocking.at_exit(writer, writer.finish)
         return writer
 
 

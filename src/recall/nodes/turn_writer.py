@@ -253,6 +253,19 @@ class TurnWriter:
                 if await self.outbox.count():
                     await self.drain()
 
+    async def finish(self) -> None:
+        """At interpreter exit: the attempts in flight awaited, then each queued turn tried once,
+        oldest first, until one fails (the database is down: what is left stays queued for the
+        next process). Unlike `flush`, it does not retry."""
+        if self._drainer is not None:
+            self._drainer.cancel()
+        await asyncio.gather(*(t for t in list(self._tasks) if t is not self._drainer),
+                             return_exceptions=True)  # fmt: skip
+        while batch := await self.outbox.peek(100):
+            for queued in batch:
+                if not await self._claim(queued.id, queued.turn):
+                    return
+
     async def close(self) -> None:
         """Stop background work; queued turns stay on disk for the next process."""
         tasks = list(self._tasks)
