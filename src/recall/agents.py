@@ -181,7 +181,8 @@ class RecallMiddleware(AgentMiddleware[RecallState, Any]):
             content: Any = f"{system.content}\n\n{block}" if system.content else block
         else:
             content = [*system.content, {"type": "text", "text": block}]
-        return request.override(system_message=SystemMessage(content=content))
+        # the agent's own message with the block added: its id, name and kwargs kept
+        return request.override(system_message=system.model_copy(update={"content": content}))
 
     def wrap_model_call(
         self,

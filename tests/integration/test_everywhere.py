@@ -32,6 +32,7 @@ from recall.errors import StoreError
 from recall.example.functional import build_companion, build_sync_companion
 from recall.memory import LIBRARY_KEY
 from recall.nodes import (
+    blocking,
     create_chat_summary_node,
     create_keyword_search_node,
     create_recent_memories_node,
@@ -170,6 +171,28 @@ async def test_a_sync_call_never_fails_a_turn(
         stopped.close()
     failed = [(e["event"], e["kind"]) for e in logs if e["log_level"] == "error"]
     assert failed == [("memory.retrieve.error", "sync"), ("memory.write.error", "sync")]
+
+
+async def test_invoke_on_the_stores_own_loop_gives_up_instead_of_hanging(
+    store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`graph.invoke` called from code running on the loop the node's store was opened on (a
+    notebook cell, say): a step of two nodes runs them in worker threads, whose calls to that
+    loop would wait for ever on the thread that waits for them."""
+    monkeypatch.setattr(blocking, "ANSWER_S", 0.5)
+    await store.add_turn(user, "pears and apples grow here", "ok")
+    b = StateGraph(State)
+    b.add_node("retrieve_memories", create_retrieve_memories_node(store, similarity_threshold=0))
+    b.add_node("other", lambda state: {})
+    b.add_edge(START, "retrieve_memories")
+    b.add_edge(START, "other")
+    graph: Any = b.compile()
+    with capture_logs() as logs:
+        out = graph.invoke({"messages": [("user", "pears")]}, config(user, "t"))  # blocks
+    assert out["retrieved_memories"] == []
+    assert [(e["event"], e["kind"]) for e in logs if e["log_level"] == "error"] == [
+        ("memory.retrieve.error", "sync")
+    ]
 
 
 async def test_the_middleware_never_fails_a_turn(tmp_path: Path) -> None:

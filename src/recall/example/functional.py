@@ -42,13 +42,15 @@ def build_companion(
 
     @task
     async def recall_memories(messages: list[BaseMessage]) -> list[RetrievedMemory]:
-        found = await retrieve_memories({"messages": messages}, get_config())
+        found = await retrieve_memories.ainvoke({"messages": messages}, get_config())
         memories: list[RetrievedMemory] = found["retrieved_memories"]
         return memories
 
     @task
     async def remember_turn(messages: list[BaseMessage], memories: list[RetrievedMemory]) -> None:
-        await store_memories({"messages": messages, "retrieved_memories": memories}, get_config())
+        await store_memories.ainvoke(
+            {"messages": messages, "retrieved_memories": memories}, get_config()
+        )
 
     @entrypoint(checkpointer=checkpointer)
     async def companion(message: str, *, previous: Any = None) -> Any:

@@ -7,6 +7,7 @@ factories, the durable `TurnWriter`, the context nodes, the keyword-search node 
 
 from recall.nodes.context import create_chat_summary_node, create_recent_memories_node
 from recall.nodes.keyword import create_keyword_search_node
+from recall.nodes.memory_node import MemoryNode
 from recall.nodes.retrieve import (
     MAX_MEMORY_TEXT,
     RetrievedMemory,
@@ -19,6 +20,7 @@ from recall.nodes.tool import create_memory_search_tool
 
 __all__ = [
     "MAX_MEMORY_TEXT",
+    "MemoryNode",
     "RetrievedMemory",
     "create_chat_summary_node",
     "create_keyword_search_node",

@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextvars
+import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
@@ -26,7 +28,7 @@ import structlog
 from recall.errors import StoreError
 from recall.store.shared import close_default_store
 
-__all__ = ["EXIT_FLUSH_S", "at_exit", "is_portal", "portal_loop", "run_blocking"]
+__all__ = ["ANSWER_S", "EXIT_FLUSH_S", "at_exit", "is_portal", "portal_loop", "run_blocking"]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -35,10 +37,15 @@ T = TypeVar("T")
 EXIT_FLUSH_S = 10.0
 """The longest the exit hook waits for the writers that ran on recall's loop, all together."""
 
+ANSWER_S = 2.0
+"""How long a loop other than recall's own has to start a sync call's work before the call
+gives up: a loop whose thread is itself blocked in `invoke` never would."""
+
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
-_exit_work: dict[int, Callable[[], Awaitable[None]]] = {}
+_exit_work: dict[int, weakref.WeakMethod[Callable[[], Awaitable[None]]]] = {}
 _hooked = False
+_fork_hooked = False
 
 
 def portal_loop() -> asyncio.AbstractEventLoop:
@@ -61,20 +68,36 @@ def portal_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def _forget_in_child() -> None:
+    """A forked child has the parent's loop object but not the thread that runs it: it starts
+    its own on first use."""
+    global _loop, _hooked
+    _loop, _hooked = None, False
+    _exit_work.clear()
+
+
 def is_portal(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether `loop` is recall's own (a sync caller's work runs there)."""
     return loop is _loop
 
 
 def run_blocking(
-    work: Callable[[], Coroutine[Any, Any, T]], *, loop: asyncio.AbstractEventLoop | None = None
+    work: Callable[[], Coroutine[Any, Any, T]],
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+    timeout_s: float | None = None,
 ) -> T:
     """Run `work()` to its end on `loop` (recall's own when None) and return its result; the
     caller's context variables (structlog's bound values, LangGraph's config) go with it.
 
+    A loop other than recall's own must start the work within `ANSWER_S`: when the caller
+    blocks that loop's thread (`graph.invoke` called from code running on it, whose steps run
+    in worker threads), it never would.
+
     Raises:
-        StoreError: `loop` is the caller's own running loop, or not running (a store opened on
-            a loop that has ended cannot serve a sync call).
+        StoreError: `loop` is the caller's own running loop, not running (a store opened on a
+            loop that has ended cannot serve a sync call) or does not start the work in time.
+        TimeoutError: the work ran past `timeout_s` (it is cancelled).
         Whatever `work()` raised.
     """
     target = loop or portal_loop()
@@ -95,9 +118,17 @@ def run_blocking(
         )
     context = contextvars.copy_context()
     done: Future[T] = Future()
+    started = threading.Event()
+    task: asyncio.Task[T] | None = None
 
     def begin() -> None:
-        task = target.create_task(work(), context=context)
+        nonlocal task
+        started.set()
+        try:
+            task = target.create_task(work(), context=context)
+        except BaseException as exc:  # not a coroutine, a closing loop: the caller hears it
+            done.set_exception(exc)
+            return
 
         def finish(t: asyncio.Task[T]) -> None:
             if t.cancelled():
@@ -110,45 +141,65 @@ def run_blocking(
         task.add_done_callback(finish)
 
     target.call_soon_threadsafe(begin)
-    return done.result()
+    if loop is not None and not started.wait(ANSWER_S):
+        raise StoreError(
+            "the store's event loop did not take the call: its thread is busy, perhaps in this "
+            "very invoke; call the async API (ainvoke, astream) from code running on that loop"
+        )
+    try:
+        return done.result(timeout_s)
+    except TimeoutError:
+        if done.done():  # the work's own TimeoutError
+            raise
+        if task is not None:
+            target.call_soon_threadsafe(task.cancel)
+        raise TimeoutError(f"the work ran past {timeout_s} s") from None
 
 
 def at_exit(key: object, work: Callable[[], Awaitable[None]]) -> None:
-    """Have `work()` run on recall's loop at interpreter exit, once per `key`.
+    """Have `work()`, a bound method, run on recall's loop at interpreter exit, once per `key`,
+    while its object lives (a writer dropped before exit is not kept alive for it).
 
     It runs when the threading module shuts down (`threading._register_atexit`, the hook
     `concurrent.futures` itself uses), before the worker threads stop taking work: a flush
     embeds and writes in worker threads, which an `atexit` hook finds closed ("cannot schedule
     new futures after interpreter shutdown"). That is also before every `atexit` hook, the
-    embedded server's stop among them, so the database is still there.
+    embedded server's stop among them, so the database is still there. A sync call made after
+    it (from a non-daemon thread still running at exit) is not flushed: its turn stays queued
+    on disk for the next process.
     """
-    _exit_work[id(key)] = work
+    _exit_work[id(key)] = weakref.WeakMethod(work)
     _hook_exit()
 
 
 def _hook_exit() -> None:
-    global _hooked
+    """The exit hook, once (again in a forked child, whose `_at_exit` then runs twice: the
+    second finds nothing to do), and the fork hook, once a process."""
+    global _hooked, _fork_hooked
     if not _hooked:
         _hooked = True
         register = getattr(threading, "_register_atexit", atexit.register)
         register(_at_exit)
+    if not _fork_hooked:
+        _fork_hooked = True
+        os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _at_exit() -> None:
     loop = _loop
     if loop is None or loop.is_closed() or not loop.is_running():
         return
-    works = list(_exit_work.values())
+    works = [w for ref in _exit_work.values() if (w := ref()) is not None]
     _exit_work.clear()
 
     async def all_of() -> None:
-        try:
-            async with asyncio.timeout(EXIT_FLUSH_S):
+        async with asyncio.timeout(EXIT_FLUSH_S):
+            try:
                 await asyncio.gather(*(w() for w in works), return_exceptions=True)
-        finally:
-            await close_default_store()
+            finally:
+                await close_default_store()
 
     try:
-        run_blocking(all_of)
+        run_blocking(all_of, timeout_s=EXIT_FLUSH_S + 1)
     except Exception as exc:  # at exit: say so, never raise
         log.warning("memory.sync.exit_flush", error=str(exc) or type(exc).__name__)

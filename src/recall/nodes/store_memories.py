@@ -148,6 +148,8 @@ class Writing:
         loop = asyncio.get_running_loop()
         writer = self.given or self.writers.get(loop)
         if writer is None:
+            for ended in [lp for lp in self.writers if lp.is_closed()]:  # its tasks are gone
+                self.writers.pop(ended).outbox.close()
             writer = self.writers[loop] = self.make()
         if writer not in self.started:  # turns an earlier process could not write
             self.started.add(writer)

@@ -229,7 +229,8 @@ class TurnWriter:
                 return stored
             failed = False
             for queued in batch:
-                if await self._claim(queued.id, queued.turn):
+                # shielded: a drainer cancelled (`finish`) leaves the attempt to end its write
+                if await asyncio.shield(self._claim(queued.id, queued.turn)):
                     stored += 1
                 else:
                     failed = True

@@ -50,10 +50,20 @@ async def get_default_store() -> MemoryStore:
     store = _stores.get(loop)
     if store is not None:
         return store
+    _forget_ended_loops()
     task = _tasks.get(loop)
     if task is None or (task.done() and task.exception()):
         task = _tasks[loop] = loop.create_task(_open(loop))
     return await asyncio.shield(task)
+
+
+def _forget_ended_loops() -> None:
+    """Drop the stores of loops that have ended (an `asyncio.run` a request, say): their pools
+    cannot be used or closed any more, and a store refers to its loop, so the weak keys alone
+    would keep them."""
+    for table in (_stores, _tasks):
+        for ended in [loop for loop in table if loop.is_closed()]:
+            del table[ended]
 
 
 async def _open(loop: asyncio.AbstractEventLoop) -> MemoryStore:
