@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from recall.memory import Memory
@@ -50,6 +51,27 @@ def test_words_meaning_age_and_verdict() -> None:
     assert why[1] == "In meaning it is close to the message (similarity 0.74)."
     assert why[2] == "It was said 3 days ago (2026-11-24)."
     assert why[-1] == "Similarity 0.900 reaches the threshold 0.5: it is returned."
+
+
+def test_the_words_a_memory_holds_are_the_ones_it_is_indexed_by() -> None:
+    """A reply that quoted another memory holds that memory's words in its text, not in its
+    own words (metadata "recall"/"own", decision 0038): the keyword index and the explanation
+    leave them out alike (issue 54's "job" that `--explain` claimed and `--mode keyword` did
+    not find)."""
+    quoting = Memory(
+        id="m",
+        user_message="I'm training for the Berlin marathon",
+        ai_response="You told me:\n- My sister moved to Lisbon for a job at a bakery",
+        similarity=0.5,
+        conversation_id=None,
+        created_at=NOW,
+        metadata={"recall": {"own": "You told me:"}},
+    )
+    why = reasons("what's my job?", quoting, passes=True, verdict=Verdict("hybrid", 0.5), now=NOW)
+    assert why[0] == "It holds none of the message's words."
+    whole = replace(quoting, metadata={})  # no own words recorded: the whole reply is its own
+    why = reasons("what's my job?", whole, passes=True, verdict=Verdict("hybrid", 0.5), now=NOW)
+    assert why[0] == 'It holds 1 of the message\'s 2 words: "job".'
 
 
 def test_keyword_mode_has_no_threshold() -> None:

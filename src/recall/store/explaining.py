@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from recall.memory import Memory
+from recall.memory import Memory, embedding_text, own_words
 from recall.search.echo import terms
 from recall.search.verdict import Verdict
 
@@ -80,7 +80,11 @@ def _held_words(query: str, memory: Memory) -> str:
     asked = sorted(terms(query))
     if not asked:
         return "The message has no content words to look for."
-    held = terms(f"{memory.user_message} {memory.ai_response}")
+    # what the turn is indexed by: the user's text and the reply's own words, not the
+    # memories the reply quotes (decision 0038), as the keyword index has it
+    held = terms(
+        embedding_text(memory.user_message, memory.ai_response, own_words(memory.metadata))
+    )
     found = [w for w in asked if w in held or f"{w}s" in held or w.removesuffix("s") in held]
     if not found:
         return "It holds none of the message's words."
