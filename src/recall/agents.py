@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from recall.config import RetrievalMode, Settings, process_settings
 from recall.messages import thread_id, user_id_of
 from recall.metrics import METRICS
-from recall.nodes.blocking import run_blocking
+from recall.nodes.blocking import run_or
 from recall.nodes.retrieve import Retrieval, RetrievedMemory, retrieve_recorded
 from recall.nodes.store_memories import write_safely, writing_for
 from recall.nodes.tool import create_memory_search_tool
@@ -163,11 +163,12 @@ class RecallMiddleware(AgentMiddleware[RecallState, Any]):
         user_id, _thread = self._user(runtime)
         if user_id is None:
             return {"retrieved_memories": []}
-        try:
-            return run_blocking(lambda: self._retrieve(state, user_id), loop=self._home)
-        except Exception as exc:  # never fail the turn
-            log.error("memory.retrieve.error", kind="sync", error=str(exc))
-            return {"retrieved_memories": []}
+        return run_or(
+            lambda: self._retrieve(state, user_id),
+            lambda: {"retrieved_memories": []},
+            event="memory.retrieve.error",
+            loop=self._home,
+        )
 
     def _with_memories(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         memories = request.state.get("retrieved_memories")
@@ -214,10 +215,12 @@ class RecallMiddleware(AgentMiddleware[RecallState, Any]):
         user_id, thread = self._user(runtime)
         if user_id is None:
             return None
-        try:
-            run_blocking(lambda: self._store(state, user_id, thread), loop=self._home)
-        except Exception as exc:  # never fail the turn
-            log.error("memory.write.error", kind="sync", error=str(exc))
+        run_or(
+            lambda: self._store(state, user_id, thread),
+            lambda: None,
+            event="memory.write.error",
+            loop=self._home,
+        )
         return None
 
 

@@ -20,7 +20,7 @@ import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import Any, TypeVar
 
 import structlog
@@ -28,7 +28,15 @@ import structlog
 from recall.errors import StoreError
 from recall.store.shared import close_default_store
 
-__all__ = ["ANSWER_S", "EXIT_FLUSH_S", "at_exit", "is_portal", "portal_loop", "run_blocking"]
+__all__ = [
+    "ANSWER_S",
+    "EXIT_FLUSH_S",
+    "at_exit",
+    "is_portal",
+    "portal_loop",
+    "run_blocking",
+    "run_or",
+]
 
 log = structlog.stdlib.get_logger(__name__)
 
@@ -118,12 +126,12 @@ def run_blocking(
         )
     context = contextvars.copy_context()
     done: Future[T] = Future()
-    started = threading.Event()
     task: asyncio.Task[T] | None = None
 
     def begin() -> None:
         nonlocal task
-        started.set()
+        if not done.set_running_or_notify_cancel():  # the caller gave up before the loop came
+            return
         try:
             task = target.create_task(work(), context=context)
         except BaseException as exc:  # not a coroutine, a closing loop: the caller hears it
@@ -141,11 +149,14 @@ def run_blocking(
         task.add_done_callback(finish)
 
     target.call_soon_threadsafe(begin)
-    if loop is not None and not started.wait(ANSWER_S):
-        raise StoreError(
-            "the store's event loop did not take the call: its thread is busy, perhaps in this "
-            "very invoke; call the async API (ainvoke, astream) from code running on that loop"
-        )
+    if loop is not None:
+        wait([done], timeout=ANSWER_S)
+        if done.cancel():  # still pending: the loop has not taken it, and now never runs it
+            raise StoreError(
+                "the store's event loop did not take the call: its thread is busy, perhaps in "
+                "this very invoke; call the async API (ainvoke, astream) from code running on "
+                "that loop"
+            )
     try:
         return done.result(timeout_s)
     except TimeoutError:
@@ -154,6 +165,23 @@ def run_blocking(
         if task is not None:
             target.call_soon_threadsafe(task.cancel)
         raise TimeoutError(f"the work ran past {timeout_s} s") from None
+
+
+def run_or(
+    work: Callable[[], Coroutine[Any, Any, T]],
+    fallback: Callable[[], T],
+    *,
+    event: str,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> T:
+    """`run_blocking` for a caller that must never fail its turn (a node's, the middleware's or
+    the tool's sync side): a failure is logged as `event` with kind "sync", and `fallback()`
+    returned."""
+    try:
+        return run_blocking(work, loop=loop)
+    except Exception as exc:
+        log.error(event, kind="sync", error=str(exc))
+        return fallback()
 
 
 def at_exit(key: object, work: Callable[[], Awaitable[None]]) -> None:

@@ -15,14 +15,11 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import structlog
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
-from recall.nodes.blocking import run_blocking
+from recall.nodes.blocking import run_or
 
 __all__ = ["Body", "MemoryNode"]
-
-log = structlog.stdlib.get_logger(__name__)
 
 Body = Callable[[Any, RunnableConfig], Coroutine[Any, Any, dict[str, Any]]]
 """A node's async body: `(state, config) -> update`; it never raises."""
@@ -54,21 +51,15 @@ class MemoryNode(RunnableLambda[Any, dict[str, Any]]):
         self._fallback = fallback
         self._home = home
         self._event = event
-
-        async def run_async(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            return await body(state, config)
-
-        def run_sync(state: Any, config: RunnableConfig) -> dict[str, Any]:
-            return self._blocking(state, config)
-
-        super().__init__(run_sync, afunc=run_async, name=name)
+        super().__init__(self._blocking, afunc=body, name=name)
 
     def _blocking(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
-        try:
-            return run_blocking(lambda: self._body(state, config), loop=self._home)
-        except Exception as exc:  # never fail the turn, sync or not
-            log.error(self._event, kind="sync", error=str(exc))
-            return copy.deepcopy(self._fallback)
+        return run_or(
+            lambda: self._body(state, config),
+            lambda: copy.deepcopy(self._fallback),
+            event=self._event,
+            loop=self._home,
+        )
 
     @functools.cached_property
     def deps(self) -> list[Runnable[Any, Any]]:

@@ -327,7 +327,7 @@ async def _retrieve_with_defaults(state: Any, config: RunnableConfig) -> dict[st
             _default_retrieve = create_retrieve_memories_node()
         except Exception as exc:  # e.g. an invalid RECALL_* variable: still never fail the turn
             log.error("memory.retrieve.error", kind="config", error=str(exc))
-            return dict(EMPTY)
+            return {"retrieved_memories": []}
     return await _default_retrieve(state, config)
 
 

@@ -12,7 +12,7 @@ from langgraph.runtime import get_runtime
 
 from recall.config import RetrievalMode
 from recall.messages import user_id_of
-from recall.nodes.blocking import run_blocking
+from recall.nodes.blocking import run_or
 from recall.nodes.text import format_memory
 from recall.store.memory_store import MemoryStore
 from recall.store.shared import StoreProvider, home_loop, provider_for
@@ -20,6 +20,9 @@ from recall.store.shared import StoreProvider, home_loop, provider_for
 __all__ = ["create_memory_search_tool"]
 
 log = structlog.stdlib.get_logger(__name__)
+
+FAILED = "Memory search failed; try again later."
+"""What the tool answers when the search failed (logged)."""
 
 
 def create_memory_search_tool(
@@ -49,11 +52,12 @@ def create_memory_search_tool(
 
     def memory_search_sync(query: str, max_results: int = 10, *, config: RunnableConfig) -> str:
         user_id = user_id_of(config, _run_context())  # read here: the run's context is here
-        try:
-            return run_blocking(lambda: search(query, max_results, user_id), loop=home)
-        except Exception as exc:
-            log.error("memory.tool.error", kind=type(exc).__name__, error=str(exc))
-            return "Memory search failed; try again later."
+        return run_or(
+            lambda: search(query, max_results, user_id),
+            lambda: FAILED,
+            event="memory.tool.error",
+            loop=home,
+        )
 
     async def search(query: str, max_results: int, user_id: str | None) -> str:
         started = time.perf_counter()
@@ -68,7 +72,7 @@ def create_memory_search_tool(
             found = result.memories
         except Exception as exc:
             log.error("memory.tool.error", kind=type(exc).__name__, error=str(exc))
-            return "Memory search failed; try again later."
+            return FAILED
         log.info(
             "memory.tool.done",
             count=len(found),
