@@ -50,7 +50,7 @@ from recall.embeddings import Vector
 from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import SecondStage
 from recall.store import MemoryStore
-from recall.store.candidates import FIRST_SLACK, SCOPE, _best_by_bm25
+from recall.store.candidates import SCOPE, _best_by_bm25
 
 WARM = 50
 EMBEDDED = "query embedded"
@@ -62,10 +62,9 @@ STEPS = {
     "embedding (within the above)": True,
     "keyword call (within the above)": True,
     "plan": False,
-    "candidates' call and judging": False,
-    "details call (within the above)": True,
+    "details call": False,
+    "candidates' call (a large user)": False,
     "scoped call (within the above)": True,
-    "unanswered judged": False,
     "picked and assembled": False,
     "second stage (features, ranker, gate)": False,
     "arranged (sources first, the limit)": False,
@@ -133,15 +132,14 @@ def instrument(store: MemoryStore, timers: Timers) -> None:
         "keyword call (within the above)", candidates.terms_of
     )
     candidates.plan_of = timers.wrap("plan", candidates.plan_of)  # type: ignore[method-assign]
-    step = "candidates' call and judging"
-    candidates._small = timers.wrap(step, candidates._small)  # type: ignore[method-assign]
-    candidates._scoped = timers.wrap(step, candidates._scoped)  # type: ignore[method-assign]
+    candidates._scoped = timers.wrap(  # type: ignore[method-assign]
+        "candidates' call (a large user)", candidates._scoped
+    )
     candidates.details_of = timers.wrap(  # type: ignore[method-assign]
-        "details call (within the above)", candidates.details_of
+        "details call", candidates.details_of
     )
     module: Any = candidates_module
     module.scoped_rows = timers.wrap("scoped call (within the above)", module.scoped_rows)
-    module._unanswered_ids = timers.wrap("unanswered judged", module._unanswered_ids)
     module._pick = timers.wrap("picked and assembled", module._pick)
     module.assemble = timers.wrap("picked and assembled", module.assemble)
     stage: Any = SecondStage
@@ -193,16 +191,15 @@ async def server_args(
     }
     if large:
         plan = await store._candidates.plan_of(user)
-        fetch = k + candidates_module.ECHO_SLACK
         args["scoped call, server"] = (
             user, vector, SCOPE, max(SCOPE, store.settings.hnsw_ef_search),
-            plan.hnsw_index is not None, tsquery, keywords.words, fetch, fetch, False,
+            plan.hnsw_index is not None, tsquery, keywords.words, k, k, False,
         )  # fmt: skip
     else:
         terms = await store._candidates.terms_of(user, keywords, None)
-        ids = _best_by_bm25(terms, k, FIRST_SLACK)
+        ids = _best_by_bm25(terms, k)
         args["keyword call, server"] = (user, tsquery, keywords.words)
-        args["details call, server"] = (user, vector, k + FIRST_SLACK, ids, False)
+        args["details call, server"] = (user, vector, k, ids, False)
     return args
 
 

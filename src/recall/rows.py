@@ -28,9 +28,9 @@ __all__ = [
     "ForgottenUser",
     "ImportedId",
     "InsertedMemory",
+    "JudgeRow",
     "MemoryRow",
     "NearestSummary",
-    "OwnWordsRow",
     "PendingConversation",
     "PendingTurn",
     "Progress",
@@ -345,7 +345,7 @@ class VectorExtension:
 class ReembedRow:
     """`reembed_*_batch`: a memory to embed again with the new model (its metadata for its
     reply's own part, where one is recorded: `recall.memory.own_words`). Also
-    `own_words_sources`: a memory a turn quotes."""
+    `judging_sources`: a memory a turn was given."""
 
     user_id: str
     id: UUID
@@ -355,9 +355,9 @@ class ReembedRow:
 
 
 @dataclass(frozen=True, slots=True)
-class OwnWordsRow:
-    """`own_words_batch`: a turn whose reply quotes memories and was never judged for its own
-    words (decision 0038), with its number of lexemes before."""
+class JudgeRow:
+    """`judging_batch`: a memory not judged by the current rule (`recall.db.judge_stored`), with its
+    number of lexemes before and its kind."""
 
     user_id: str
     id: UUID
@@ -365,6 +365,7 @@ class OwnWordsRow:
     ai_response: str
     metadata: dict[str, Any]
     doc_len: int
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)

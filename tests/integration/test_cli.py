@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from recall.cli import app
 from recall.cli.admin import prepare_model
 from recall.config import Settings
+from recall.search.judging import RULE
 from tests.conftest import Databases, quiet_cli_logging
 
 pytestmark = pytest.mark.model
@@ -103,7 +104,7 @@ def test_import_jsonl_twice_stores_once(runner: CliRunner, tmp_path: Path) -> No
     rows = json.loads(recent.stdout)
     assert len(rows) == 5
     assert rows[0]["user_message"] == "imported fact 4"
-    assert rows[0]["metadata"] == {"n": 4}
+    assert rows[0]["metadata"] == {"n": 4, "recall": {"holds": "statement", "rule": RULE}}
 
 
 def test_import_notes(runner: CliRunner, tmp_path: Path) -> None:

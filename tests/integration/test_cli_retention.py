@@ -15,6 +15,7 @@ import structlog
 from typer.testing import CliRunner
 
 from recall.cli import app
+from recall.search.judging import RULE
 from tests.conftest import Databases, quiet_cli_logging
 
 pytestmark = pytest.mark.model
@@ -96,7 +97,9 @@ def test_export_then_import_into_an_empty_database_gives_the_same_memories(
         line = by_text[seed["user_message"]]
         assert line["ai_response"] == seed["ai_response"]
         assert line["conversation_id"] == seed.get("conversation_id")
-        assert line["metadata"] == seed.get("metadata", {})
+        # the library's judgement of each turn (decision 0049) travels with its metadata
+        judged = {"recall": {"holds": "statement", "rule": RULE}}
+        assert line["metadata"] == {**seed.get("metadata", {}), **judged}
         assert line["kind"] == seed.get("kind", "turn")
         assert _instant(line["created_at"]) == _instant(seed["created_at"])
 

@@ -4,7 +4,6 @@ evidence, and `recall reembed` brings turns stored before over while searches go
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from uuid import UUID
 
@@ -164,30 +163,35 @@ async def test_reembed_brings_old_turns_over_while_searches_run(databases: Datab
         await conn.close()
 
     settings = Settings(database_url=url, embedding_cache_ttl=0)
+    conn = await connect_once(url)
+    await register_vector_async(conn)
+    # this session holds the judging's lock: the store's own background judging leaves the
+    # rows to `recall reembed` here, whose batches the searches run between
+    await conn.execute(b"SELECT pg_advisory_lock(125779646296676)")
     async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
-        stop = asyncio.Event()
+        assert await store.wait_for_judging() is None  # another session was at it
         answered = 0
 
-        async def search() -> None:
+        async def search(_done: int) -> None:
             nonlocal answered
-            while not stop.is_set():
-                for user in users:
-                    for mode in ("keyword", "hybrid"):
-                        found = await store.search(user, "allergic to peanuts", mode=mode)
-                        assert found  # the fact answers throughout
-                        answered += 1
-                await asyncio.sleep(0)
+            for user in users:
+                for mode in ("keyword", "hybrid"):
+                    found = await store.search(user, "allergic to peanuts", mode=mode)
+                    assert found  # the fact answers throughout
+                    answered += 1
 
-        searching = asyncio.create_task(search())
-        conn = await connect_once(url)
-        await register_vector_async(conn)
         try:
             progress: list[int] = []
-            assert await reembed(conn, embedder, batch=4, on_progress=progress.append) == 27
-            assert progress[-1] == 27 and len(progress) == 7  # 27 turns, 4 a batch
-            stop.set()
-            await searching  # raises what a search raised
-            assert answered > 0
+
+            async def step(done: int) -> None:
+                progress.append(done)
+                await search(done)
+
+            await search(0)
+            # 30 memories judged (27 quoting turns brought over to their own words), 4 a batch
+            assert await reembed(conn, embedder, batch=4, on_progress=step) == 30
+            assert progress[-1] == 30 and len(progress) == 8
+            assert answered == 6 * 9
             assert await reembed(conn, embedder, batch=4) == 0  # every row done: a no-op
 
             cur = await conn.execute(
@@ -210,7 +214,6 @@ async def test_reembed_brings_old_turns_over_while_searches_run(databases: Datab
             )
             assert await cur.fetchone() == (0,)
         finally:
-            stop.set()
             await conn.close()
         found = await store.search("u-b", "allergic to peanuts", mode="keyword")
         assert [m.user_message for m in found] == [ALLERGY]

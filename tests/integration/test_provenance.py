@@ -15,7 +15,8 @@ from langchain_core.runnables import RunnableConfig
 from recall.config import Settings
 from recall.memory import Memory
 from recall.nodes import create_store_memories_node
-from recall.search.provenance import KEY, Provenance, repeats_of
+from recall.search.judging import RULE
+from recall.search.provenance import KEY, Provenance, provenance_of, repeats_of
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
 
@@ -65,7 +66,8 @@ async def test_a_turn_without_retrieved_memories_has_no_provenance(
     node = create_store_memories_node(store, queue_path=tmp_path / "q.sqlite3", wait_s=10.0)
     await node({"messages": [HumanMessage(FACT), AIMessage("Noted.")]}, cfg(user, "t1"))
     [stored] = await store.recent(user, 5)
-    assert KEY not in stored.metadata
+    assert Provenance.of(stored.metadata) is None
+    assert stored.metadata == {KEY: {"holds": "statement", "rule": RULE}}  # judged (0049)
 
 
 async def test_a_queued_turn_keeps_its_provenance(store: MemoryStore, user: str) -> None:
@@ -144,9 +146,12 @@ async def test_a_search_shows_the_source_once_before_its_restatements(
     ids = [m.id for m in found]
     assert ids[0] == fact.id
     assert not set(ids) & {r.id for r in restatements}
-    # today's order: the restatements, which echo the question, fill the slots
+    # judged restatements when written (decision 0049): no search answers with them, with the
+    # post-step or without, and they stay stored
     before = await plain_store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
-    assert {m.id for m in before} & {r.id for r in restatements}
+    assert not {m.id for m in before} & {r.id for r in restatements}
+    assert {r.metadata[KEY]["holds"] for r in restatements} == {"restatement"}
+    assert len(await store.recent(user, 10)) == 4
 
 
 async def test_the_newest_statement_on_a_slot_comes_first(store: MemoryStore, user: str) -> None:
@@ -155,6 +160,22 @@ async def test_the_newest_statement_on_a_slot_comes_first(store: MemoryStore, us
     found = await store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
     ids = [m.id for m in found]
     assert ids[:2] == [new.id, fact.id]
+
+
+async def test_a_statement_judged_to_update_a_memory_comes_before_it(
+    store: MemoryStore, user: str
+) -> None:
+    """Issue 54: the writer judges which memory a statement states anew (its `supersedes`,
+    from the memories retrieved for it); the newer comes first when both are found, however
+    near the message the older one is."""
+    fact = await store.add_turn(user, "My sister Priya just moved to Lisbon.", "Noted.")
+    retrieved = [{"id": fact.id, "user_message": fact.user_message, "ai_response": "Noted."}]
+    text = "Update: Priya moved again, she's in Porto now."
+    provenance = provenance_of(text, "Noted.", retrieved)
+    assert provenance is not None and provenance.supersedes == fact.id
+    new = await store.add_turn(user, text, "Noted.", provenance=provenance)
+    found = await store.search(user, fact.user_message, mode="semantic", similarity_threshold=0)
+    assert [m.id for m in found] == [new.id, fact.id]  # the older is the message itself
 
 
 async def test_links_show_a_memorys_sources_and_restatements(store: MemoryStore, user: str) -> None:
@@ -168,17 +189,18 @@ async def test_links_show_a_memorys_sources_and_restatements(store: MemoryStore,
     assert await store.links("someone-else", fact.id) is None
 
 
-async def test_erasing_a_source_leaves_its_restatements_one_slot_and_the_links_say_so(
+async def test_erasing_a_source_does_not_bring_back_its_restatements_and_the_links_say_so(
     store: MemoryStore, user: str
 ) -> None:
     """Deleting a memory does not delete the turns that restate it: their provenance keeps its
-    id. A search then shows one of them (one slot for the fact), and the inspector's links name
-    the id as erased."""
+    id, and the inspector's links name the id as erased. They hold nothing of their own
+    (judged when written, decision 0049), so no search answers with them: the erased fact does
+    not come back through its restatements."""
     fact, restatements = await _restated(store, user)
     assert await store.delete(user, fact.id)
-    found = await store.search(user, QUESTION, mode="semantic", similarity_threshold=0.0)
-    ids = [m.id for m in found]
-    assert len(set(ids) & {r.id for r in restatements}) == 1
+    for mode in ("semantic", "hybrid", "keyword"):
+        found = await store.search(user, QUESTION, mode=mode, similarity_threshold=0.0)
+        assert not {m.id for m in found} & {r.id for r in restatements}
     links = await store.links(user, restatements[0].id)
     assert links is not None
     assert (links.sources, links.erased) == ([], [fact.id])

@@ -13,16 +13,12 @@ import pytest
 
 from recall.config import Settings
 from recall.errors import InvalidInputError
-from recall.rows import CandidateRow
 from recall.search.asking import AskingModel
 from recall.search.features import GATE_FEATURES, RANK_FEATURES
 from recall.search.fusion import default_fusion
-from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import LinearModel, SecondStage, second_stage_for
 from recall.store import MemoryStore
-from recall.store import candidates as candidates_module
-from recall.store.candidates import FIRST_SLACK
-from recall.store.search import ECHO_SLACK, SCOPE, SCOPE_FROM
+from recall.store.search import SCOPE, SCOPE_FROM
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
 
@@ -169,107 +165,46 @@ async def test_a_long_history_takes_bm25_over_its_nearest_memories(
     assert len(found) == 3 and found[0].score is not None
 
 
-async def both_ways(
-    store: MemoryStore, user: str, text: str, k: int, monkeypatch: pytest.MonkeyPatch
-) -> tuple[list[CandidateRow], list[int], list[CandidateRow], list[int]]:
-    """A long history's candidates from the one call (migration 0021) and from the three calls
-    it replaces."""
-    vector = await store.embedder.embed_query(text)
-    rows, near = await store.candidates(user, text, vector, k)
-    with monkeypatch.context() as patched:
-
-        async def three_calls(*_args: object) -> None:
-            return None
-
-        patched.setattr(store._candidates, "_scoped", three_calls)
-        old_rows, old_near = await store.candidates(user, text, vector, k)
-    return rows, near, old_rows, old_near
-
-
-def same_candidates(
-    rows: list[CandidateRow], near: list[int], old_rows: list[CandidateRow], old_near: list[int]
-) -> None:
-    def facts(r: CandidateRow) -> tuple[object, ...]:
-        return (r.bm25, r.matched, r.distance, r.prev_bm25, r.next_bm25, r.term_df, r.memories)
-
-    assert {r.id: facts(r) for r in rows} == {r.id: facts(r) for r in old_rows}
-    assert [rows[i].id for i in near] == [old_rows[i].id for i in old_near]
+async def unjudge(store: MemoryStore, user: str) -> None:
+    """Make the user's memories look stored before migration 0027: no judgement in their
+    metadata, so none in the columns the trigger fills from it."""
+    async with store.connection(user) as conn:
+        await conn.execute(
+            "UPDATE recall.memories SET metadata = metadata #- '{recall,holds}' #- '{recall,rule}'"
+            " WHERE user_id = %s",
+            (user,),
+        )
 
 
 @pytest.mark.citus
-async def test_one_call_brings_a_long_history_the_candidates_of_three(
-    fake_store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("size", [200, SCOPE_FROM + 50])
+@pytest.mark.parametrize("judged", [True, False])
+async def test_turns_that_hold_nothing_are_never_candidates(
+    fake_store: MemoryStore, user: str, size: int, judged: bool
 ) -> None:
-    await fake_store.add_turns(
-        {"user_id": user, "user_message": f"entry {i} on subject {i % 50}", "ai_response": "ok",
-         "conversation_id": f"c{i % 9}", "created_at": T0 + timedelta(minutes=i)}
-        for i in range(SCOPE_FROM + 50)
-    )  # fmt: skip
-    await fake_store.search(user, "subject 7")  # learns the user's plan
-    for text in ("subject 7", "entry 12 on subject 12", "nothing of the kind"):
-        rows, near, old_rows, old_near = await both_ways(fake_store, user, text, 5, monkeypatch)
-        assert rows and len(near) == 5
-        same_candidates(rows, near, old_rows, old_near)
-
-
-@pytest.mark.citus
-async def test_unanswered_questions_among_the_nearest_leave_room_for_answers(
-    fake_store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # more unanswered echoes of the question than the one call brings details for beyond k:
-    # the store asks again the old way, and still finds k answered memories
+    """Issue 54: more unanswered echoes of the question than the limit, and small talk, are
+    left out before ranking, for a small user (one details call) and a large one (the scoped
+    call): by the SQL when the turns were judged at write, and by the read path for turns
+    stored before (judged there, once the SQL has brought them: they take places among the
+    nearest until the background judging reaches them); the vector side has k that hold
+    something when the turns were judged."""
     await fake_store.add_turns(
         [{"user_id": user, "user_message": f"what is subject 7? ({i})",
-          "ai_response": "I'm not sure."} for i in range(ECHO_SLACK + 10)]
-        + [{"user_id": user, "user_message": f"entry {i} on subject {i % 50}",
-            "ai_response": "ok"} for i in range(SCOPE_FROM)]
-    )  # fmt: skip
-    await fake_store.search(user, "subject 7")
-    vector = await fake_store.embedder.embed_query("what is subject 7?")
-    plan = await fake_store._candidates.plan_of(user)
-    keywords = keywords_from_text("what is subject 7?")
-    assert (
-        await fake_store._candidates._scoped(user, vector, plan, keywords, 5) is None
-    )  # asks again
-    rows, near, old_rows, old_near = await both_ways(
-        fake_store, user, "what is subject 7?", 5, monkeypatch
-    )
-    assert len(near) == 5
-    assert not any(rows[i].ai_response == "I'm not sure." for i in near)
-    same_candidates(rows, near, old_rows, old_near)
-
-
-@pytest.mark.citus
-async def test_a_small_users_candidates_are_those_of_the_wide_slack(
-    fake_store: MemoryStore, user: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 46: a user up to SCOPE_FROM memories has their candidates fetched with FIRST_SLACK
-    rows beyond k on each side, and again with ECHO_SLACK when unanswered questions left fewer
-    than k answered among them: the candidates are those ECHO_SLACK brings at once."""
-    await fake_store.add_turns(
-        [{"user_id": user, "user_message": f"what is subject 7? ({i})",
-          "ai_response": "I'm not sure."} for i in range(FIRST_SLACK + 3)]
+          "ai_response": "I'm not sure."} for i in range(12)]
+        + [{"user_id": user, "user_message": "thanks a lot!", "ai_response": "You're welcome!"}]
         + [{"user_id": user, "user_message": f"entry {i} on subject {i % 50}",
             "ai_response": "ok", "conversation_id": f"c{i % 9}",
-            "created_at": T0 + timedelta(minutes=i)} for i in range(200)]
+            "created_at": T0 + timedelta(minutes=i)} for i in range(size)]
     )  # fmt: skip
+    if not judged:
+        await unjudge(fake_store, user)
     await fake_store.search(user, "subject 7")  # learns the user's plan
-    candidates = fake_store._candidates
-    for text in ("what is subject 7?", "entry 12 on subject 12", "nothing of the kind"):
+    for text in ("what is subject 7?", "thanks a lot!", "entry 12 on subject 12"):
         vector = await fake_store.embedder.embed_query(text)
-        candidates._wide.clear()
         rows, near = await fake_store.candidates(user, text, vector, 5)
-        with monkeypatch.context() as patched:
-            patched.setattr(candidates_module, "FIRST_SLACK", ECHO_SLACK)
-            wide_rows, wide_near = await fake_store.candidates(user, text, vector, 5)
-        assert len(near) == 5
-        assert not any(rows[i].ai_response == "I'm not sure." for i in near)
-        same_candidates(rows, near, wide_rows, wide_near)
-    # the echoes of the first question left the first fetch short: the user is fetched wide
-    assert user not in candidates._wide
-    vector = await fake_store.embedder.embed_query("what is subject 7?")
-    await fake_store.candidates(user, "what is subject 7?", vector, 5)
-    assert user in candidates._wide
+        assert all(r.user_message.startswith("entry ") for r in rows)
+        if judged:  # unjudged, what holds nothing takes places among the nearest until judged
+            assert len(near) == 5
 
 
 async def test_find_says_what_the_store_decided(bge_store: MemoryStore, user: str) -> None:

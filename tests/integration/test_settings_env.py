@@ -36,6 +36,7 @@ from recall.errors import ConfigError, InvalidInputError, MigrationError
 from recall.limits import MAX_LIMIT
 from recall.metrics import AlertRules, RetrievalMetrics
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
+from recall.search.judging import RULE
 from recall.search.provenance import Provenance
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
@@ -330,7 +331,8 @@ async def test_recall_filter_system_messages(
     stored = {m.user_message: m for m in await env_store.recent(user)}
     assert set(stored) == {"Set my timezone to Lisbon", "User timezone changed to Europe/Lisbon"}
     system = stored["User timezone changed to Europe/Lisbon"]
-    assert system.ai_response == "" and system.metadata == {"source": "system_message"}
+    judged = {"recall": {"holds": "statement", "rule": RULE}}  # a note holds a statement
+    assert system.ai_response == "" and system.metadata == {"source": "system_message", **judged}
     assert system.kind == "note"
 
 
@@ -782,15 +784,15 @@ async def test_recall_sources_first(env: ProcessEnv, user: str) -> None:
     env.setenv("RECALL_SOURCES_FIRST", "false")
     async with await open_store() as store:
         fact = await store.add_turn(user, "I drive a Toyota Prius.", "Noted.")
-        quoted = Provenance((fact.id,), (fact.id,), True)
-        echo = await store.add_turn(
-            user, "What car do I drive?", "You drive a Toyota Prius.", provenance=quoted
+        updates = Provenance((fact.id,), supersedes=fact.id)
+        new = await store.add_turn(
+            user, "I sold the Prius, I drive a Tesla now.", "Noted.", provenance=updates
         )
         found = await store.search(
-            user, "What car do I drive?", mode="semantic", similarity_threshold=0
+            user, "I drive a Toyota Prius.", mode="semantic", similarity_threshold=0
         )
-    # the ranker's order: the restatement, which echoes the question, takes a slot of its own
-    assert {m.id for m in found} == {fact.id, echo.id}
+    # the ranker's order: the older statement, nearest the message, before the newer one
+    assert [m.id for m in found] == [fact.id, new.id]
 
 
 async def test_recall_link_repeated_turns(env: ProcessEnv, user: str) -> None:

@@ -12,6 +12,7 @@ from recall.config import Settings
 from recall.db.pool import connect_once
 from recall.errors import InvalidInputError, StoreError
 from recall.nodes.text import format_memory
+from recall.search.judging import RULE
 from recall.search.provenance import repeats_of
 from recall.store import MemoryStore
 from recall.testing import FakeEmbeddings
@@ -40,22 +41,34 @@ async def test_add_and_search_finds_the_turn(store: MemoryStore, user: str) -> N
     assert [h.id for h in hits] == [stored.id]
     hit = hits[0]
     assert hit.conversation_id == "thread-1"
-    assert hit.metadata == {"source": "test"}
+    assert hit.metadata == {"source": "test", "recall": {"holds": "statement", "rule": RULE}}
     assert hit.similarity is not None and 0.3 <= hit.similarity <= 1.0
     assert hit.created_at.tzinfo is not None
 
 
 async def test_same_turn_twice_is_stored_once(store: MemoryStore, user: str) -> None:
-    first = await store.add_turn(user, "hello there", "hi!", conversation_id="c")
-    again = await store.add_turn(user, "hello there", "hi!", conversation_id="c")
+    first = await store.add_turn(user, "I keep bees", "Noted!", conversation_id="c")
+    again = await store.add_turn(user, "I keep bees", "Noted!", conversation_id="c")
     assert first.id == again.id
     [stored] = await store.recent(user, 10)
     assert repeats_of(stored.metadata) == 0  # a retry, not a repeat
     # in another thread it is a repeat: counted on the first (issue 37), not stored again
-    other_thread = await store.add_turn(user, "hello there", "hi!", conversation_id="d")
+    other_thread = await store.add_turn(user, "I keep bees", "Noted!", conversation_id="d")
     assert other_thread.id == first.id
     [stored] = await store.recent(user, 10)
     assert repeats_of(stored.metadata) == 1
+
+
+async def test_small_talk_again_is_stored_again_and_never_answers(
+    store: MemoryStore, user: str
+) -> None:
+    """A turn that holds nothing (decision 0049) is not among the memories a repeat is looked
+    for in: said again in another thread, it is stored again. No search answers with either."""
+    first = await store.add_turn(user, "hello there", "hi!", conversation_id="c")
+    again = await store.add_turn(user, "hello there", "hi!", conversation_id="d")
+    assert first.id != again.id
+    assert first.metadata["recall"]["holds"] == "small_talk"
+    assert await store.search(user, "hello there", similarity_threshold=0.0) == []
 
 
 async def test_the_same_turn_written_at_once_from_many_tasks_is_one_memory(

@@ -22,6 +22,7 @@ from recall.rows import (
     TurnWrite,
     UserPlan,
 )
+from recall.search.judging import judged
 
 __all__ = [
     "MEMORY_COLUMNS",
@@ -64,14 +65,16 @@ first: a memory read back from `recall export` keeps its id; a single row is alw
 
 def memory_params(turn: Turn, vector: Vector, model_name: str) -> dict[str, Any]:
     """The parameters of one memory row (`add_memory`, `insert_memory`), from a checked turn,
-    its vector and the model that made it: the one place a turn becomes a row."""
+    its vector and the model that made it: the one place a turn becomes a row, and so where it
+    is judged (`recall.search.judging.judged`: what it holds, by which rule)."""
+    metadata = judged(turn.metadata, turn.user_message, turn.ai_response, turn.kind)
     return {
         "user_id": turn.user_id,
         "conversation_id": turn.conversation_id,
         "user_message": turn.user_message,
         "ai_response": turn.ai_response,
         "created_at": turn.created_at,
-        "metadata": Jsonb(turn.metadata),
+        "metadata": Jsonb(metadata),
         "content_hash": turn.content_hash,
         "embedding": vector,
         "embedding_model": model_name,

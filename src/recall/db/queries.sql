@@ -385,43 +385,55 @@ UPDATE recall.memories
 SET embedding_next = %(embedding)s, embedding_model = %(model_name)s
 WHERE user_id = %(user_id)s AND id = %(id)s;
 
--- name: own_words_batch
--- Turns whose reply quotes memories and was never judged for its own words: stored before
--- migration 0024 (decision 0038), their provenance has "quoted" ids and no "own". In key order
--- after the previous batch's last row, so a run reads the table once (a keyset, not OFFSET);
--- the first batch starts after ('', the nil uuid), before any user id.
-SELECT user_id, id, user_message, ai_response, metadata, doc_len
+-- name: judging_batch
+-- Memories not judged by the current rule (recall.db.judge_stored): stored before migration 0027, or
+-- under an older rule. In key order after the previous batch's last row, so a run reads the
+-- table once (a keyset, not OFFSET); the first batch starts after ('', the nil uuid), before
+-- any user id.
+SELECT user_id, id, user_message, ai_response, metadata, doc_len, kind
 FROM recall.memories
 WHERE (user_id, id) > (%(after_user)s, %(after_id)s)
-  AND kind = 'turn'
-  AND jsonb_typeof(metadata -> 'recall') = 'object'
-  AND jsonb_typeof(metadata #> '{recall,quoted}') = 'array'
-  AND metadata #> '{recall,quoted,0}' IS NOT NULL
-  AND NOT (metadata -> 'recall') ? 'own'
+  AND (judged IS NULL OR judged < %(rule)s)
 ORDER BY user_id, id
 LIMIT %(batch)s;
 
--- name: own_words_sources
--- The stored texts of the memories some turns quote (the batch's users and quoted ids; the
--- caller keeps the (user, id) pairs it asked for).
+-- name: judging_sources
+-- The stored texts of the memories some turns were given (the batch's users and source ids;
+-- the caller keeps the (user, id) pairs it asked for).
 SELECT user_id, id, user_message, ai_response, metadata
 FROM recall.memories
 WHERE user_id = ANY(%(users)s::text[]) AND id = ANY(%(ids)s::uuid[]);
 
--- name: own_words_update
--- Record a turn's own part (a string, or null: the whole reply is its own) and its vector of
--- the new text; the trigger (migration 0024) recomputes fts and doc_len from it. A row another
--- run brought over meanwhile, or that a process of another model wrote, is left as it is.
--- Returns the new doc_len, for the user's token count.
+-- name: judging_update
+-- Record a memory's judgement under "recall", key by key (`entry` set, `clear` removed, "own"
+-- set when given: a string, or null where the whole reply is its own), and, when `reembed`, its
+-- vector of its new own words; the trigger (migration 0027) fills holds, judged and supersedes
+-- and recomputes fts and doc_len. A row judged meanwhile, or whose new vector is of another
+-- model than the one it holds, is left as it is. Returns the new doc_len, for the user's token
+-- count.
 UPDATE recall.memories
-SET metadata = jsonb_set(metadata, '{recall,own}', %(own)s::jsonb),
-    embedding = %(embedding)s
-WHERE user_id = %(user_id)s AND id = %(id)s AND embedding_model = %(model_name)s
-  AND jsonb_typeof(metadata -> 'recall') = 'object'
-  AND NOT (metadata -> 'recall') ? 'own'
+SET metadata = metadata || jsonb_build_object(
+        'recall',
+        (CASE WHEN jsonb_typeof(metadata -> 'recall') = 'object' THEN metadata -> 'recall'
+              ELSE '{}'::jsonb END - %(clear)s::text[])
+        || %(entry)s::jsonb
+        || CASE WHEN %(own)s::jsonb IS NULL THEN '{}'::jsonb
+                ELSE jsonb_build_object('own', %(own)s::jsonb) END
+    ),
+    embedding = CASE WHEN %(reembed)s::boolean THEN %(embedding)s ELSE embedding END
+WHERE user_id = %(user_id)s AND id = %(id)s
+  AND (judged IS NULL OR judged < %(rule)s)
+  AND (NOT %(reembed)s::boolean OR embedding_model = %(model_name)s)
 RETURNING doc_len;
 
--- name: own_words_tokens
+-- name: judging_try_lock
+-- One process at a time judges the stored memories ("recall-jd"); the others leave it to it.
+SELECT pg_try_advisory_lock(125779646296676);
+
+-- name: judging_unlock
+SELECT pg_advisory_unlock(125779646296676);
+
+-- name: judging_tokens
 -- A user's document lengths changed by `delta` lexemes (BM25's average length, migration 0002:
 -- only inserts and deletes keep it otherwise).
 UPDATE recall.users SET total_tokens = total_tokens + %(delta)s WHERE user_id = %(user_id)s;

@@ -5,7 +5,7 @@ Same dimension: rows are re-embedded in place, batch by batch. Another dimension
 one short transaction swaps the columns and the per-user indexes are rebuilt.
 
 Either way, a turn is embedded with its user text and its reply's own words (decision 0038),
-and turns stored before that decision are brought over to them last (`recall.db.ownwords_backfill`).
+and every memory not judged by the writer's current rule is judged last (`recall.db.judge_stored`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import structlog
 from psycopg import AsyncConnection, sql
 
 from recall.db.citus import is_citus, keep_inline
+from recall.db.judge_stored import judge_stored
 from recall.db.migrate import lock_schema
-from recall.db.ownwords_backfill import bring_over
 from recall.db.sql import fetch_all, fetch_one, query, run
 from recall.embeddings import Embedder
 from recall.memory import embedding_text, own_words
@@ -69,9 +69,9 @@ async def reembed(
     batch: int = 256,
     on_progress: Progress | None = None,
 ) -> int:
-    """Re-embed every memory not embedded by `embedder`, then bring the turns stored before
-    decision 0038 over to their own words (`recall.db.ownwords_backfill.bring_over`); return
-    how many memories were rebuilt (a memory both rebuilt and brought over counts twice).
+    """Re-embed every memory not embedded by `embedder`, then judge every memory not judged
+    by the current rule (`recall.db.judge_stored.judge_stored`); return how many memories were
+    rebuilt or judged (a memory both counts twice).
 
     `conn` must be autocommit and have pgvector registered. Per-user indexes are dropped by a
     dimension change; call `MemoryStore.optimize()` afterwards to rebuild them.
@@ -92,7 +92,7 @@ async def reembed(
                 conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims}
             )
         log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
-        return done + await bring_over(conn, embedder, batch=batch, on_progress=on_progress)
+        return done + await judge_stored(conn, embedder, batch=batch, on_progress=on_progress)
     await conn.execute(
         sql.SQL(
             "ALTER TABLE recall.memories ADD COLUMN IF NOT EXISTS embedding_next vector({})"
@@ -109,4 +109,4 @@ async def reembed(
             await run(conn, f"reembed_swap_{step}")
         await run(conn, "update_embedding_space", {"model_name": embedder.name, "dimensions": dims})
     log.info("db.reembed.done", model=embedder.name, dimensions=dims, count=done)
-    return done + await bring_over(conn, embedder, batch=batch, on_progress=on_progress)
+    return done + await judge_stored(conn, embedder, batch=batch, on_progress=on_progress)

@@ -30,7 +30,7 @@ $$;
 -- The memories_text_search trigger: `fts` (title A, entities and key phrases B, the body) and
 -- `doc_len` from one parse of the body: the user text and the reply's own words (the reply less
 -- what it quotes: metadata recall.own), else the whole reply.
--- body: 0024_own_words.sql
+-- body: 0027_judged_at_write.sql
 CREATE OR REPLACE FUNCTION recall.memories_text_search() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     body tsvector := to_tsvector(
@@ -43,6 +43,16 @@ DECLARE
     );
 BEGIN
     NEW.doc_len := recall.tsvector_tokens(body);
+    -- what the turn holds, by which rule, and what it states anew, as the writer judged it
+    -- (recall.search.judging): copied from the metadata, anything malformed there left NULL
+    NEW.holds := CASE WHEN NEW.metadata #>> '{recall,holds}'
+                           IN ('statement', 'question', 'small_talk', 'restatement')
+                      THEN NEW.metadata #>> '{recall,holds}' END;
+    NEW.judged := CASE WHEN NEW.metadata #>> '{recall,rule}' ~ '^[0-9]{1,4}$'
+                       THEN (NEW.metadata #>> '{recall,rule}')::smallint END;
+    NEW.supersedes := CASE WHEN NEW.metadata #>> '{recall,supersedes}'
+                                ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                           THEN (NEW.metadata #>> '{recall,supersedes}')::uuid END;
     NEW.fts := setweight(
             to_tsvector('english'::regconfig, coalesce(NEW.metadata ->> 'title', '')), 'A'
         )
@@ -274,7 +284,7 @@ $$;
 
 -- The exact plan of decision 0001: every row of the user scored, the texts fetched for the
 -- winners only; ties go to the newer memory, then by content hash (migration 0023).
--- body: 0023_stable_ties.sql
+-- body: 0027_judged_at_write.sql
 CREATE OR REPLACE FUNCTION recall.search_exact(
     p_user_id text, p_query vector, p_max_distance float8, p_limit integer
 ) RETURNS SETOF recall.search_hit LANGUAGE plpgsql SECURITY DEFINER
@@ -289,7 +299,7 @@ BEGIN
         FROM (
             SELECT s.id, s.embedding <=> p_query AS distance, s.created_at, s.content_hash
             FROM recall.memories AS s
-            WHERE s.user_id = p_user_id
+            WHERE s.user_id = p_user_id AND (s.holds IS NULL OR s.holds = 'statement')
             OFFSET 0
         ) AS b
         WHERE b.distance <= p_max_distance
@@ -307,14 +317,14 @@ $$;
 
 -- The statement recall.search_indexed runs for a user with an HNSW index of their own (the
 -- user id a literal, so the planner matches their partial index); tests EXPLAIN it.
--- body: 0023_stable_ties.sql
+-- body: 0027_judged_at_write.sql
 CREATE OR REPLACE FUNCTION recall.search_indexed_sql(p_user_id text) RETURNS text
 LANGUAGE sql STABLE AS $$
 SELECT format($q$
     WITH candidates AS MATERIALIZED (
         SELECT id, embedding <=> $1 AS distance, created_at, content_hash
         FROM recall.memories
-        WHERE user_id = %1$L
+        WHERE user_id = %1$L AND (holds IS NULL OR holds = 'statement')
         ORDER BY embedding <=> $1
         LIMIT $2
     ), best AS (
@@ -353,7 +363,7 @@ $$;
 -- matching rows, N and the mean length from recall.users; a term in a title counts double, in
 -- entities or key phrases one and a half times; the sum rounded to nine decimals so that ties
 -- are ties wherever rows sit (migration 0016).
--- body: 0026_bm25_function.sql
+-- body: 0027_judged_at_write.sql
 CREATE OR REPLACE FUNCTION recall.search_keyword(
     p_user_id text, p_tsquery text, p_words text[], p_query vector, p_limit integer,
     p_conversation_id text
@@ -380,7 +390,7 @@ BEGIN
         FROM recall.memories AS m, q
         WHERE m.user_id = p_user_id
           AND (p_conversation_id::text IS NULL OR m.conversation_id = p_conversation_id::text)
-          AND m.fts @@ q.query
+          AND m.fts @@ q.query AND (m.holds IS NULL OR m.holds = 'statement')
     ), hits AS MATERIALIZED (
         -- a term in a memory's title (weight A) counts double, in its entities or key phrases
         -- (weight B) one and a half times
@@ -413,7 +423,7 @@ $$;
 -- The second stage's keyword side: every memory of the user (of p_scope when given) holding
 -- a query term, with its BM25 (as recall.search_keyword's) and the terms it holds, after one
 -- row without an id that carries the terms' document frequencies, N and the mean length.
--- body: 0026_bm25_function.sql
+-- body: 0027_judged_at_write.sql
 CREATE OR REPLACE FUNCTION recall.search_terms(
     p_user_id text, p_tsquery text, p_words text[], p_scope uuid[]
 ) RETURNS SETOF recall.search_term_hit LANGUAGE plpgsql SECURITY DEFINER
@@ -446,12 +456,13 @@ BEGIN
         SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
         FROM recall.memories AS m, q
         WHERE p_scope IS NULL AND m.user_id = p_user_id AND m.fts @@ q.query
+          AND (m.holds IS NULL OR m.holds = 'statement')
         UNION ALL
         SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
         FROM unnest(p_scope) AS s(id)
         JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = s.id
         CROSS JOIN q
-        WHERE m.fts @@ q.query
+        WHERE m.fts @@ q.query AND (m.holds IS NULL OR m.holds = 'statement')
     ), hits AS MATERIALIZED (
         -- a term in a memory's title (weight A) counts double, in its entities or key phrases
         -- (weight B) one and a half times, as in recall.search_keyword
@@ -542,7 +553,7 @@ $$;
 -- The second stage's vector side: the user's p_limit nearest memories (exact) and p_ids,
 -- each with its distance, its vector when p_vectors, its length, and the turns before and after
 -- it in its conversation.
--- body: 0023_stable_ties.sql
+-- body: 0027_judged_at_write.sql
 CREATE OR REPLACE FUNCTION recall.search_details(
     p_user_id text, p_query vector, p_limit integer, p_ids uuid[], p_vectors boolean
 ) RETURNS SETOF recall.search_detail LANGUAGE plpgsql SECURITY DEFINER
@@ -557,6 +568,7 @@ BEGIN
         SELECT s.id, s.embedding <=> p_query AS distance, s.created_at, s.content_hash
         FROM recall.memories AS s
         WHERE p_limit > 0 AND s.user_id = p_user_id
+          AND (s.holds IS NULL OR s.holds = 'statement')
     ), nearest AS (
         SELECT b.id FROM scored AS b
         ORDER BY b.distance, b.created_at DESC, b.content_hash

@@ -41,6 +41,8 @@ _UNINFORMATIVE = re.compile(
     r"^\W*(i'?m not (sure|certain)|i am not (sure|certain)|not sure|i don'?t know|i do not know|"
     r"no idea|i have no (idea|information)|i can'?t (say|tell|remember)|"
     r"i cannot (say|tell|remember)|"
+    r"i (can'?t|cannot|am unable to|don'?t have|do not have) (see |check |access |browse )?"
+    r"(live|real-time|current|the internet|internet)|"
     r"sorry,? i don'?t (know|have|remember))\b",
     re.IGNORECASE,
 )
@@ -56,8 +58,20 @@ _PHATIC = _ACKNOWLEDGING | _words(
     "hi hello hey hiya howdy yo morning afternoon evening night day bye goodbye later see soon "
     "take care talk cheers ty thx welcome you're nice awesome perfect lovely wonderful helpful "
     "that's lol haha hah hmm wow doing fine well glad help hear anything else today again "
-    "now there i'm we're happy pleasure"
+    "now there i'm we're happy pleasure lot lots much kind appreciate appreciated grateful "
+    "thankful brilliant excellent fantastic amazing super sweet greetings everyone"
 )
+# what a reply says to small talk and to nothing else ("Anytime!", "Anything else?", "See
+# ya!", "Karibu!"): a short message answered with these words only is small talk, whatever its
+# own words are ("kia ora", "choice", "ta"); an acknowledgement ("Noted.", "Got it.") is not
+# among them, as it answers a statement
+_SOCIAL = _words(
+    "anytime welcome worries else hi hello hey hiya bye goodbye later see ya soon night "
+    "goodnight cheers glad pleasure help helped haha ha indeed karibu nada enjoy"
+)
+_SOCIAL_REPLY = (_PHATIC - _ACKNOWLEDGING) | _SOCIAL | _words("anything what can do for you")
+_SHORT = 3  # the most words a message answered only socially has
+
 # function words, which say nothing new in a reply (a short English list: PostgreSQL's own is
 # not reachable from here, floor 1)
 _STOP = _words(
@@ -126,8 +140,11 @@ def is_small_talk(user_message: str, ai_response: str, own: str | None = None) -
     """Whether the stored turn is small talk on both sides: every word of the user's text is a
     greeting, a thanks, a farewell or a function word ("hi there!", "good morning!", "thanks,
     that's helpful") and so is every word of the reply that the user's text does not hold
-    ("Noted.", "Hello! How can I help today?", "You're welcome!"). Such a turn holds nothing
-    to remember, whatever the query: a greeting asked again would find it first (issue 45).
+    ("Noted.", "Hello! How can I help today?", "You're welcome!"); or the user's text is a
+    short statement (at most three words, no digit) that the reply only answers socially, as
+    one answers a greeting or a thanks ("kia ora" -> "Kia ora! What can I help with?", "ta" ->
+    "Anytime!"; not "Noted.", which answers a statement). Such a turn holds nothing to
+    remember, whatever the query: a greeting asked again would find it first (issue 45).
 
     Args:
         user_message: the turn's user text.
@@ -135,7 +152,17 @@ def is_small_talk(user_message: str, ai_response: str, own: str | None = None) -
         own: the reply's own part where one was recorded (`recall.memory.own_words`).
     """
     said = WORD.findall(user_message.lower())
-    if not said or not all(w in _PHATIC or w in _STOP for w in said):
+    if not said:
         return False
-    reply = ai_response if own is None else own
-    return all(w in _PHATIC or w in _STOP or w in said for w in WORD.findall(reply.lower()))
+    reply = WORD.findall((ai_response if own is None else own).lower())
+    if all(w in _PHATIC or w in _STOP for w in said):
+        return all(w in _PHATIC or w in _STOP or w in said for w in reply)
+    # a short message the reply only answers socially ("kia ora" -> "Kia ora! What can I help
+    # with?", "choice" -> "Anything else?")
+    return (
+        len(said) <= _SHORT
+        and not is_question(user_message)
+        and not any(c.isdigit() for c in user_message)
+        and any(w in _SOCIAL for w in reply)
+        and all(w in _SOCIAL_REPLY or w in _STOP or w in said for w in reply)
+    )

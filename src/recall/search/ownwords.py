@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from recall.search.echo import terms
+from recall.search.echo import is_acknowledgement, terms
 
 __all__ = [
+    "LEAD_IN",
     "QUOTE_SHARE",
     "SENTENCE_QUOTE_WORDS",
     "own_part",
@@ -37,6 +38,16 @@ SENTENCE_QUOTE_WORDS = 2
 """A sentence of a reply makes its source quoted (`quotes_a_sentence`) when it shares at least
 this many content words with the source, as well as `QUOTE_SHARE` of its own: "Have fun in
 Berlin!" quotes nothing."""
+LEAD_IN = frozenset(
+    {
+        "told", "said", "mentioned", "shared", "remember", "recall", "know", "knew", "noted",
+        "note", "earlier", "before", "previously", "memory", "memories", "here's", "what's",
+        "based", "according",
+    }
+)  # fmt: skip
+"""Words of a sentence that only leads in to the quotes ("You told me:", "From what you've
+shared before:"): with no other content word, and in a reply that quotes, it is not the
+reply's own (issue 54: "You told me:" alone moved a turn's vector toward every question)."""
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _WORDLIKE = re.compile(r"\w")
@@ -69,7 +80,8 @@ def quotes_a_sentence(reply: str, source_user: str, source_reply: str) -> bool:
 def own_part(reply: str, sources: Iterable[tuple[str, str]]) -> str | None:
     """The reply with its sentences that quote one of `sources` removed, the others joined by
     a space; None when none is removed (the whole reply is its own: always so when `sources`
-    is empty). An empty string when every sentence is a quote.
+    is empty). When one is, a sentence that only leads in to the quotes or acknowledges goes
+    too ("You told me:", `LEAD_IN`). An empty string when nothing else is left.
 
     Args:
         reply: the AI's reply.
@@ -80,7 +92,15 @@ def own_part(reply: str, sources: Iterable[tuple[str, str]]) -> str | None:
         return None
     parts = sentences(reply)
     kept = [s for s in parts if not _is_quote(s, known)]
-    return None if len(kept) == len(parts) else " ".join(kept)
+    if len(kept) == len(parts):
+        return None
+    return " ".join(s for s in kept if not _leads_in(s))
+
+
+def _leads_in(sentence: str) -> bool:
+    """Whether a sentence of a reply that quotes only leads in to the quotes (`LEAD_IN`) or
+    acknowledges ("Noted.")."""
+    return is_acknowledgement(sentence) or terms(sentence) <= LEAD_IN
 
 
 def within(own: str | None, reply: str) -> str | None:

@@ -31,6 +31,7 @@ from uuid import UUID
 from recall.memory import LIBRARY_KEY, Turn
 from recall.search.echo import is_question, terms
 from recall.search.ownwords import QUOTE_SHARE, own_part, quotes_a_sentence, within
+from recall.search.slots import CHANGE, slots
 
 __all__ = [
     "KEY",
@@ -38,6 +39,7 @@ __all__ = [
     "NEW_SHARE",
     "QUOTE_SHARE",
     "SAME_WORDS",
+    "UPDATE_WORDS",
     "Provenance",
     "adds_to",
     "near_duplicate",
@@ -45,6 +47,7 @@ __all__ = [
     "quotes",
     "repeats_of",
     "said",
+    "updated",
     "with_provenance",
 ]
 
@@ -58,6 +61,10 @@ none of the sources it quotes."""
 SAME_WORDS = 0.9
 """A turn repeats a stored one almost word for word when their word sequences match at least
 this much (difflib's ratio) and it has no word the stored one lacks."""
+UPDATE_WORDS = 1
+"""Content words a statement that says something changed shares with the one it updates (one:
+"I quit samba and joined a harp ensemble instead." updates "I beat a surdo in a samba
+troupe.")."""
 _ANY_WORD = re.compile(r"\w+(?:'\w+)?")
 
 
@@ -76,6 +83,7 @@ class Provenance:
         own_judged: whether the reply was judged for its own part (always, by this version,
             when it quotes something); a stored turn with `quoted` and not judged was written
             before decision 0038, and `recall reembed` judges it.
+        supersedes: the id of the source the turn states anew (`updated`), None if none.
     """
 
     sources: tuple[str, ...] = ()
@@ -83,6 +91,7 @@ class Provenance:
     restates: bool = False
     own: str | None = None
     own_judged: bool = False
+    supersedes: str | None = None
 
     @property
     def is_restatement(self) -> bool:
@@ -98,6 +107,8 @@ class Provenance:
         }
         if self.own_judged and self.quoted:
             value["own"] = self.own
+        if self.supersedes is not None:
+            value["supersedes"] = self.supersedes
         return value
 
     @classmethod
@@ -112,12 +123,14 @@ class Provenance:
         if not sources:
             return None
         own = value.get("own")
+        updated = _ids([value.get("supersedes")])
         return cls(
             sources,
             quoted,
             value.get("restates") is True,
             own=own if isinstance(own, str) and quoted else None,
             own_judged="own" in value and bool(quoted),
+            supersedes=updated[0] if updated and updated[0] in sources else None,
         )
 
     @classmethod
@@ -174,6 +187,26 @@ def adds_to(user_message: str, sources: Sequence[tuple[str, str]]) -> bool:
     return len(own - known) >= NEW_SHARE * len(own)
 
 
+def updated(user_message: str, sources: Sequence[tuple[str, str, str]]) -> str | None:
+    """The id of the source that the user's text states anew, None if none: the first of
+    `sources` ((id, user text, reply), best first) whose user text is a statement that shares a
+    slot with the user's (`recall.search.slots`: "i live in", "i drive a"), or at least
+    `UPDATE_WORDS` content words when the user's text says that something changed
+    (`slots.CHANGE`: "now", "moved", "instead"). The user's text must be a statement
+    that adds something of its own (`adds_to`): "Update: Priya moved again, she's in Porto
+    now." states anew "My sister Priya just moved to Lisbon for a job at a bakery"."""
+    if is_question(user_message):
+        return None
+    own, frames = terms(user_message), slots(user_message)
+    changed = CHANGE.search(user_message) is not None
+    for source_id, user, reply in sources:
+        if is_question(user) or not adds_to(user_message, [(user, reply)]):
+            continue
+        if frames & slots(user) or (changed and len(own & terms(user)) >= UPDATE_WORDS):
+            return source_id
+    return None
+
+
 def provenance_of(
     user_message: str, reply: str, retrieved: Sequence[Mapping[str, Any]]
 ) -> Provenance | None:
@@ -203,6 +236,7 @@ def provenance_of(
         restates=restates,
         own=own_part(reply, texts),
         own_judged=bool(quoted),
+        supersedes=None if restates else updated(user_message, sources),
     )
 
 

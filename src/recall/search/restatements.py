@@ -18,8 +18,9 @@ of the candidates fill the limit's slots, never their scores' meaning.
 2. One slot per fact: a restatement whose source is shown, or which restates what another
    shown restatement does, is left out. A turn that quotes a source but adds something of its
    own is not a restatement and keeps its slot.
-3. Changed facts: before a statement of the user's, the newest of the candidates that makes a
-   statement on the same slot (`recall.search.slots`: "i drive a", "i live in") and is not a
+3. Changed facts: before a statement of the user's, the newest of the candidates that the
+   writer judged to state it anew (`Provenance.supersedes`, issue 54), else the newest that
+   makes a statement on the same slot (`recall.search.slots`: "i drive a", "i live in") and is not a
    restatement comes first, when it is about the same thing: at least as near the query
    (cosine) as the older one, or no more than `NEAR_MARGIN` less near when the query names the
    slot (one of its content words, "drive", "live", "favourite band", is the query's) or the
@@ -31,33 +32,21 @@ of the candidates fill the limit's slots, never their scores' meaning.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 from recall.search.echo import is_question, terms
 from recall.search.provenance import Provenance, said
-from recall.search.slots import slots
+from recall.search.slots import CHANGE, slots
 from recall.search.verdict import Verdict
 
-__all__ = ["CHANGE", "NEAR_MARGIN", "Candidate", "arrange"]
+__all__ = ["NEAR_MARGIN", "Candidate", "arrange"]
 
 NEAR_MARGIN = 0.1
 """A newer statement on a slot the query names goes first when its cosine to the query is at
 most this much below the older one's (else it must be at least as near). Set after reading
 LongMemEval dev's reorders and the probe (docs/decisions/0029-provenance.md)."""
-
-
-CHANGE = re.compile(
-    r"\b(now|nowadays|these days|any ?more|no longer|not any longer|instead|switched|stopped|"
-    r"quit|gave up|given up|sold|moved|dropped|finished|changed|gone off|went off|used to)\b",
-    re.IGNORECASE,
-)
-"""Words by which a statement says that something changed: a newer statement on a slot that
-holds one goes first within `NEAR_MARGIN` whatever the query names ("What race am I preparing
-for?" after "I'm training for the Berlin marathon." and "I dropped the marathon plan, I'm
-training for a triathlon in Nice instead.": the older is nearer the question by 0.05)."""
 
 
 class Candidate(Protocol):
@@ -109,6 +98,14 @@ class _Arrangement:
         self.statement = [
             _statement_slots(r, p) for r, p in zip(rows, self.provenance, strict=True)
         ]
+        # the newest candidate that states each candidate anew (its id: the one it updates)
+        self.updated_by: dict[str, int] = {}
+        for j in order:
+            p = self.provenance[j]
+            if p is not None and p.supersedes is not None:
+                known = self.updated_by.get(p.supersedes)
+                if known is None or rows[j].created_at > rows[known].created_at:
+                    self.updated_by[p.supersedes] = j
         self.out: list[tuple[int, float]] = []
         self.shown: set[int] = set()
         self.restated: set[str] = set()  # the facts (source ids) a shown memory stands for
@@ -126,8 +123,16 @@ class _Arrangement:
         return self.nearest(min(present, key=self.nearest))[0] == 0 and self.nearest(i)[0] < 0
 
     def newest_on_slot(self, i: int) -> int | None:
-        """The newest candidate stating something on one of `i`'s slots and about the same
-        thing (module docstring, 3.), if newer than it."""
+        """The newest candidate that states `i` anew, as judged when it was written
+        (`Provenance.supersedes`, followed to the newest); else the newest stating something
+        on one of `i`'s slots and about the same thing (module docstring, 3.), if newer than
+        it."""
+        at, seen = i, {i}
+        while (j := self.updated_by.get(str(self.rows[at].id))) is not None and j not in seen:
+            at = j
+            seen.add(j)
+        if at != i:
+            return at
         statement, nearness = self.statement, self.nearness
         if not statement[i]:
             return None

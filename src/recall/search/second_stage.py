@@ -76,6 +76,7 @@ __all__ = [
 KIND = "second_stage"  # its files live in models/second_stage/
 _PRODUCTS = "vectors"  # the name of the element-wise products' joint contribution
 _WHEN = "when"  # the name of the time the message names (recall.search.when)
+_FOLLOWED = "cosine order"  # what following cosine moved a logit by (follow_cosine)
 
 
 def _sigmoid(x: float) -> float:
@@ -94,6 +95,28 @@ def _model_from_json(data: Mapping[str, Any], names: Sequence[str]) -> Model:
     if data.get("kind", "linear") == "trees":
         return TreeModel.from_json(data, names)
     return LinearModel.from_json(data, names)
+
+
+_TERM_FRAC = RANK_FEATURES.index("term_frac")
+_NB_SHARE = RANK_FEATURES.index("nb_idf_frac")
+_COS = RANK_FEATURES.index("cos")
+
+
+def follow_cosine(logits: np.ndarray, x: np.ndarray, bonus: np.ndarray) -> np.ndarray:
+    """The ranker's logits, with those of the candidates it has no evidence on handed out
+    again in cosine order (issue 54, decision 0049): a candidate holding none of the query's
+    words, whose neighbours hold none either and whom no time the query names favours, is
+    placed only by meaning. Where no candidate has evidence, the ranking is cosine's; where
+    some have, they keep their places and the others fill the rest by cosine. The set of
+    logits is unchanged, so the gate's scores keep their spread."""
+    blind = np.flatnonzero((x[:, _TERM_FRAC] <= 0) & (x[:, _NB_SHARE] <= 0) & (bonus == 0))
+    if len(blind) < 2:
+        return logits
+    out = np.array(logits, dtype=np.float64)
+    by_logit = blind[np.argsort(-out[blind], kind="stable")]
+    by_cosine = blind[np.argsort(-x[blind, _COS], kind="stable")]
+    out[by_cosine] = out[by_logit]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +186,7 @@ class Scored:
     _products: np.ndarray
     _gate_x: np.ndarray
     _bonus: np.ndarray
+    _followed: np.ndarray  # what following cosine moved each logit by (`follow_cosine`)
 
     def explain(self, stage: SecondStage, index: int) -> Explanation:
         """The parts of candidate `index`'s score."""
@@ -173,6 +197,8 @@ class Scored:
             ranker["intercept"] = stage.ranker.intercept
         if self._bonus[index]:
             ranker[_WHEN] = float(self._bonus[index])
+        if self._followed[index]:
+            ranker[_FOLLOWED] = float(self._followed[index])
         gate_parts = stage.gate.contributions(self._gate_x)
         if isinstance(stage.gate, LinearModel):
             gate_parts["intercept"] = stage.gate.intercept
@@ -336,7 +362,8 @@ class SecondStage:
         window = time_window(query_text, now or datetime.now(UTC))
         bonus = time_bonus(window, [r.created_at for r in rows], np.asarray(logits))
         gx = gate_features(facts, x, np.asarray(logits), cosines, asks, bool(bonus.any()))
-        logits = logits + bonus
+        own = logits + bonus
+        logits = follow_cosine(own, x, bonus)
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
         asking = self.asking.logit(query_text, query_vector)  # the intent the verdict weighs
         gate = self.verdict(match, asking) if intent else match
@@ -345,7 +372,8 @@ class SecondStage:
         order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))
         best = float(logits[order[0]]) if order else 0.0
         scores = [self.score_of(gate, float(z) - best) for z in logits]
-        return Scored(order, scores, np.asarray(logits), gate, match, asking, x, prod, gx, bonus)
+        return Scored(order, scores, np.asarray(logits), gate, match, asking, x, prod, gx, bonus,
+                      logits - own)  # fmt: skip
 
     def verdict(self, match: float, intent: float) -> float:
         """A turn's gate logit from `match` and the intent (offsets included): their weighted

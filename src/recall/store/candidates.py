@@ -5,41 +5,29 @@ over its `StoreCore`; a plan may schedule an index build (`Maintenance`)."""
 
 from __future__ import annotations
 
-from itertools import islice
 from typing import Any
 from uuid import UUID
 
-from cachetools import TTLCache
 from psycopg import AsyncConnection
 
 from recall.db.memories import user_plan
 from recall.db.search_rows import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
-from recall.memory import own_words
 from recall.rows import CandidateRow, DetailRow, MemoryRow, TermRow
 from recall.search.assembly import assemble, split_scoped
-from recall.search.echo import is_small_talk, is_unanswered
+from recall.search.judging import holds_nothing
 from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store.core import Plan, StoreCore
 from recall.store.maintenance import Maintenance
 
 __all__ = [
-    "ECHO_SLACK",
-    "FIRST_SLACK",
     "SCOPE",
     "SCOPE_FROM",
     "Candidates",
     "answered",
-    "unanswered_row",
+    "holds_nothing_row",
 ]
 
-ECHO_SLACK = 20  # rows fetched beyond the limit, so leaving out echoes still fills it
-# The second stage's candidates of a user up to SCOPE_FROM memories are first fetched with
-# FIRST_SLACK rows beyond `k` on each side, and again with ECHO_SLACK only when fewer than `k`
-# of those are answered and the user has more (then the user is remembered for a while, and
-# fetched with ECHO_SLACK at once): the same candidates as with ECHO_SLACK always, and a third
-# fewer rows to read, send and judge where few turns are unanswered questions (issue 46).
-FIRST_SLACK = 5
 # A user with more memories than SCOPE_FROM gets the second stage over their SCOPE nearest
 # memories: BM25 and its statistics are taken there (as for a user of SCOPE memories, the size
 # the second stage was fitted on), so its cost does not grow with the history; a memory that only
@@ -48,54 +36,39 @@ SCOPE_FROM = 2000
 SCOPE = 300
 
 
-def unanswered_row(row: MemoryRow | DetailRow) -> bool:
-    """Whether a stored row holds nothing to remember: a question left unanswered, or small
-    talk on both sides (recall.search.echo), its reply judged by its own part where one was
-    recorded (decision 0038)."""
-    own = own_words(row.metadata)
-    return is_unanswered(row.user_message, row.ai_response, own) or is_small_talk(
-        row.user_message, row.ai_response, own
-    )
+def holds_nothing_row(row: MemoryRow | DetailRow) -> bool:
+    """Whether a stored row holds nothing a search should answer with (a question left
+    unanswered, small talk, a restatement): by the judgement stored when it was written
+    (`recall.search.judging`), which the searches' SQL already reads, or, for a row stored
+    before it and not judged yet, judged now."""
+    return holds_nothing(row.user_message, row.ai_response, row.metadata, row.kind)
 
 
 def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
-    """The rows that are not a question left unanswered (recall.search.echo)."""
-    return [r for r in rows if not unanswered_row(r)]
+    """The rows that hold something (`holds_nothing_row`)."""
+    return [r for r in rows if not holds_nothing_row(r)]
 
 
-def _best_by_bm25(terms: list[TermRow], k: int, slack: int = ECHO_SLACK) -> list[UUID]:
-    """The ids of the best `k` memories by BM25, and `slack` more: questions left unanswered
-    leave afterwards (`_pick`). Ties keep recall.search_terms' order, which puts the newer
-    memory first, then goes by content hash (migration 0023): the same in any database that
-    holds the same memories, where the ids are random."""
+def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
+    """The ids of the best `k` memories by BM25. Ties keep recall.search_terms' order, which
+    puts the newer memory first, then goes by content hash (migration 0023): the same in any
+    database that holds the same memories, where the ids are random."""
     hits = sorted((t for t in terms if t.id is not None), key=lambda t: -(t.bm25 or 0.0))
-    return [t.id for t in hits[: k + slack] if t.id is not None]
-
-
-def _short(ids: list[UUID], unanswered: set[UUID], k: int, fetched: int) -> bool:
-    """Whether a side fetched with too little slack: `ids` (its first rows, in its order) are
-    all it fetched (`fetched` rows asked for), fewer than `k` of them are answered, and there
-    may be more."""
-    return len(ids) >= fetched and sum(i not in unanswered for i in ids) < k
-
-
-def _unanswered_ids(rows: list[DetailRow]) -> set[UUID]:
-    """The ids of the rows that are a question left unanswered, each row judged once."""
-    return {r.id for r in rows if unanswered_row(r)}
+    return [t.id for t in hits[:k] if t.id is not None]
 
 
 def _pick(
-    terms: list[TermRow], details: list[DetailRow], near: list[UUID], k: int, unanswered: set[UUID]
+    terms: list[TermRow], details: list[DetailRow], near: list[UUID], k: int
 ) -> list[DetailRow]:
     """The second stage's candidates, in `details`' order: the vector side's (`near`), and the
-    best `k` by BM25 once the questions left unanswered (`unanswered`, their ids) are out (the
-    SQL brings a few more for that). Picked before they are assembled, so that only they are.
-    The keyword side goes in `terms`' order (ties as in `_best_by_bm25`)."""
+    best `k` by BM25, leaving out a row not judged yet that holds nothing. Picked before they
+    are assembled, so that only they are. The keyword side goes in `terms`' order (ties as in
+    `_best_by_bm25`)."""
     place = {t.id: n for n, t in enumerate(terms) if t.id is not None and (t.bm25 or 0.0) > 0}
-    answered = [d for d in details if d.id not in unanswered]
-    by_bm25 = sorted((d for d in answered if d.id in place), key=lambda d: place[d.id])
+    held = [d for d in details if not holds_nothing_row(d)]
+    by_bm25 = sorted((d for d in held if d.id in place), key=lambda d: place[d.id])
     wanted = set(near) | {d.id for d in by_bm25[:k]}
-    return [d for d in answered if d.id in wanted]
+    return [d for d in held if d.id in wanted]
 
 
 class Candidates:
@@ -111,8 +84,6 @@ class Candidates:
     def __init__(self, core: StoreCore, maintenance: Maintenance) -> None:
         self.core = core
         self.maintenance = maintenance
-        # users whose candidates needed ECHO_SLACK lately (FIRST_SLACK left them short)
-        self._wide: TTLCache[str, bool] = TTLCache(maxsize=10000, ttl=300)
 
     async def for_query(
         self,
@@ -126,9 +97,10 @@ class Candidates:
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query: the user's best `k` memories by cosine
         (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
-        when they hold more than `SCOPE_FROM`), questions left unanswered out, and the vector
-        side's order as indexes into them (best first). For
-        `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served.
+        when they hold more than `SCOPE_FROM`), of those that hold something (the SQL reads
+        the judgement stored at write; a row not judged yet is judged here), and the vector
+        side's order as indexes into them (best first). For `benchmarks/fit_second_stage.py`
+        too, so that what is fitted is what is served.
 
         Args:
             terms: the keyword side (`recall.search_terms` over all the user's memories),
@@ -140,52 +112,22 @@ class Candidates:
         """
         plan = await self.plan_of(user_id)
         keywords = keywords_from_text(query_text)
-        scoped = None
         if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
-            scoped = await self._scoped(user_id, query_vector, plan, keywords, k, vectors)
-        if scoped is not None:
-            terms, details, near = scoped
-            unanswered = _unanswered_ids(details)
-        elif plan.memories > SCOPE_FROM:  # the same in three calls
-            nearest = await self.vector_search(user_id, query_vector, SCOPE, 2.0)
-            terms = await self.terms_of(user_id, keywords, [r.id for r in nearest])
-            # the first k answered ones (judged until k are found, not all SCOPE of them)
-            answered = (r.id for r in nearest if not unanswered_row(r))
-            near = list(islice(answered, k))
-            details = await self.details_of(
-                user_id, query_vector, 0, near + _best_by_bm25(terms, k), vectors
+            terms, details, nearest = await self._scoped(
+                user_id, query_vector, plan, keywords, k, vectors
             )
-            unanswered = _unanswered_ids(details)
         else:
             if terms is None:
                 terms = await self.terms_of(user_id, keywords, None)
-            details, unanswered, near = await self._small(user_id, query_vector, k, terms, vectors)
-        rows = assemble(terms, _pick(terms, details, near, k, unanswered))
-        position = {r.id: i for i, r in enumerate(rows)}
-        return rows, [position[i] for i in near if i in position]
-
-    async def _small(
-        self, user_id: str, vector: Vector, k: int, terms: list[TermRow], vectors: bool
-    ) -> tuple[list[DetailRow], set[UUID], list[UUID]]:
-        """The details of a user's `k` nearest and `k` best by BM25, a slack of more on each
-        side (FIRST_SLACK, or ECHO_SLACK when that left a side short: the same candidates as
-        ECHO_SLACK at once), the unanswered ones among them (ids) and the first `k` answered
-        nearest (ids)."""
-        slack = ECHO_SLACK if user_id in self._wide else FIRST_SLACK
-        while True:
-            fetch = k + slack
-            best = _best_by_bm25(terms, k, slack)
-            details = await self.details_of(user_id, vector, fetch, best, vectors)
-            unanswered = _unanswered_ids(details)
+            details = await self.details_of(
+                user_id, query_vector, k, _best_by_bm25(terms, k), vectors
+            )
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
-            ordered = [d.id for d in sorted(details, key=lambda d: d.distance)[:fetch]]
-            if slack >= ECHO_SLACK or not (
-                _short(ordered, unanswered, k, fetch) or _short(best, unanswered, k, fetch)
-            ):
-                return details, unanswered, [i for i in ordered if i not in unanswered][:k]
-            slack = ECHO_SLACK
-            self._wide[user_id] = True
+            nearest = [d.id for d in details][:k]
+        rows = assemble(terms, _pick(terms, details, nearest, k))
+        position = {r.id: i for i, r in enumerate(rows)}
+        return rows, [position[i] for i in nearest if i in position]
 
     async def _scoped(
         self,
@@ -195,13 +137,9 @@ class Candidates:
         keywords: KeywordQuery,
         k: int,
         vectors: bool = True,
-    ) -> tuple[list[TermRow], list[DetailRow], list[UUID]] | None:
-        """A large user's keyword side, the candidates' details and the first `k` answered
-        memories of their `SCOPE` nearest (ids), from one call (`recall.search_scoped`): it
-        brings the details of the first `k + ECHO_SLACK` nearest, and the unanswered questions
-        among them are judged here. None when fewer than `k` of those are answered and the
-        scope holds more: then the three calls of before find the rest."""
-        fetch = k + ECHO_SLACK
+    ) -> tuple[list[TermRow], list[DetailRow], list[UUID]]:
+        """A large user's keyword side, the candidates' details and their first `k` nearest
+        memories (ids), from one call (`recall.search_scoped`)."""
         async with self.core.conn("search", read=True, reader=user_id) as conn:
             rows = await scoped_rows(
                 conn,
@@ -211,16 +149,12 @@ class Candidates:
                 index=plan.hnsw_index,
                 ef_search=self.core.settings.hnsw_ef_search,
                 keywords=keywords,
-                near=fetch,
-                best=fetch,
+                near=k,
+                best=k,
                 vectors=vectors,
             )
         terms, details, nearest = split_scoped(rows)
-        by_id = {d.id: d for d in details}
-        answered = [i for i in nearest if not unanswered_row(by_id[i])]
-        if len(answered) < k and len(nearest) == fetch:
-            return None
-        return terms, details, answered[:k]
+        return terms, details, nearest[:k]
 
     async def plan_of(self, user_id: str) -> Plan:
         """The user's plan: cached, else read (and their index build scheduled if due)."""
@@ -300,15 +234,15 @@ class Candidates:
     async def nearest(
         self, user_id: str, vector: Vector, k: int, max_distance: float = 2.0
     ) -> list[MemoryRow]:
-        """The user's `k` nearest memories by cosine within `max_distance` (2: any), questions
-        left unanswered out (a ranker's `CandidateSource`, and semantic mode's rows)."""
+        """The user's `k` nearest memories by cosine within `max_distance` (2: any), of those
+        that hold something (a ranker's `CandidateSource`, and semantic mode's rows)."""
         return answered(await self.vector_search(user_id, vector, k, max_distance))
 
     async def best_by_words(
         self, user_id: str, text: str, vector: Vector, k: int
     ) -> list[MemoryRow]:
         """The user's best `k` memories by BM25 for the words of `text`, each with its cosine
-        to `vector`, questions left unanswered out (a ranker's `CandidateSource`, and keyword
+        to `vector`, of those that hold something (a ranker's `CandidateSource`, and keyword
         mode's rows)."""
         return answered(await self.bm25_rows(user_id, text, vector, k))
 

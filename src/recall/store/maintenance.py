@@ -1,13 +1,17 @@
 """Maintenance: per-user HNSW index builds (in the background when a search meets a large
-user, or all at once with `optimize`) and the operators' counts."""
+user, or all at once with `optimize`), judging the memories stored before the writer judged
+them (in the background when the store opens, `recall.db.judge_stored`) and the operators'
+counts."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict
+from typing import Any
 
 import structlog
 
+from recall.db.judge_stored import judge_stored_once
 from recall.db.stats import store_stats
 from recall.db.stats import user_buckets as bucket_rows
 from recall.db.userindex import build_user_index, users_over_threshold
@@ -30,6 +34,31 @@ class Maintenance:
     def __init__(self, core: StoreCore) -> None:
         self.core = core
         self._index_tasks: dict[str, asyncio.Task[None]] = {}
+        self._judging: asyncio.Task[int | None] | None = None
+
+    def schedule_judging(self) -> None:
+        """Judge the memories stored before the writer judged them, or by an older rule, in the
+        background (`recall.db.judge_stored.judge_stored_once`: one process at a time); searches
+        judge those they meet until then. Once per store; a failure is logged, and the next
+        store opened tries again."""
+        if self.core.closed or self._judging is not None:
+            return
+        self._judging = asyncio.get_running_loop().create_task(self._judge())
+
+    async def _judge(self) -> int | None:
+        try:
+            async with self.core.conn("judge_stored", owner=True) as conn:
+                return await judge_stored_once(conn, self.core.embedder)
+        except RecallError:
+            log.exception("db.judging.failed")
+            return None
+
+    async def judged(self) -> int | None:
+        """Wait for the background judging (`schedule_judging`) to end: how many memories it
+        judged, None when another process was at it, it failed or none was scheduled."""
+        if self._judging is None:
+            return None
+        return await self._judging
 
     def schedule_index(self, user_id: str) -> None:
         """Build the user's own index in the background (once at a time per user)."""
@@ -47,8 +76,11 @@ class Maintenance:
             await asyncio.gather(task, return_exceptions=True)
 
     async def stop_builds(self) -> None:
-        """Cancel every background index build and wait for them to end (closing)."""
-        tasks = list(self._index_tasks.values())
+        """Cancel every background index build and the judging, and wait for them to end
+        (closing)."""
+        tasks: list[asyncio.Task[Any]] = list(self._index_tasks.values())
+        if self._judging is not None:
+            tasks.append(self._judging)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -105,6 +105,8 @@ class MemoryStore:
         """One conversation's memory creation state (`recall.creation`, the context nodes):
         its newest memories, unprocessed turns, chunks, rolling summary and who waits."""
         self._erasure = Erasure(core, self._maintenance)
+        if self.loop is not None:  # memories stored before the writer judged them (0049)
+            self._maintenance.schedule_judging()
 
     @classmethod
     def connect(
@@ -208,6 +210,12 @@ class MemoryStore:
         """Wait until the index builds scheduled in the background have finished."""
         await self._maintenance.wait_for_index_builds()
 
+    async def wait_for_judging(self) -> int | None:
+        """Wait until the memories stored before the writer judged them are judged (in the
+        background since the store opened): how many this store judged, None when another
+        process did it or it failed (logged)."""
+        return await self._maintenance.judged()
+
     async def optimize(self) -> list[str]:
         """Build the HNSW index of every user at or over `user_index_threshold` memories."""
         return await self._maintenance.optimize()
@@ -232,9 +240,9 @@ class MemoryStore:
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query: the user's best `k` memories by cosine
         (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
-        when they hold more than `SCOPE_FROM`), questions left unanswered out, and the vector
-        side's order as indexes into them (best first). For
-        `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served."""
+        when they hold more than `SCOPE_FROM`), of those that hold something (judged at
+        write, decision 0049), and the vector side's order as indexes into them (best first).
+        For `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served."""
         return await self._candidates.for_query(
             user_id, query_text, query_vector, k, terms=terms, vectors=vectors
         )

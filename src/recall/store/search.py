@@ -23,13 +23,13 @@ from recall.search.rankers import Ask, Query
 from recall.search.ranking import cosine, row_memory
 from recall.search.restatements import Candidate, arrange
 from recall.search.verdict import Verdict
-from recall.store.candidates import ECHO_SLACK, SCOPE, SCOPE_FROM, Candidates
+from recall.store.candidates import SCOPE, SCOPE_FROM, Candidates
 from recall.store.checks import check_limit, check_now, check_threshold
 from recall.store.core import StoreCore
 from recall.store.explaining import reasons
 from recall.store.results import Found, SearchResult
 
-__all__ = ["ECHO_SLACK", "SCOPE", "SCOPE_FROM", "Search"]
+__all__ = ["SCOPE", "SCOPE_FROM", "Search"]
 
 
 def _with_reasons(text: str, found: Found, verdict: Verdict, now: datetime) -> Found:
@@ -172,7 +172,7 @@ class Search:
         asked = check_now(now)
         vector, terms = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
-            rows = await self.candidates.best_by_words(uid, query_text, vector, limit + ECHO_SLACK)
+            rows = await self.candidates.best_by_words(uid, query_text, vector, limit)
             found = [
                 Found(row_memory(r, score=r.bm25), verdict.passes(r.bm25)) for r in rows[:limit]
             ]
@@ -230,9 +230,8 @@ class Search:
         none); in semantic mode only those that pass `verdict` (with `kept_out`, any: to see
         what it keeps out); `now`: when the message is asked; `intent`: whether the gate reads
         the message's intent (`search`)."""
-        # a few more rows than asked for: echoes of the query are dropped (recall.search.echo)
         if verdict.mode == "semantic":
-            fetch = limit + ECHO_SLACK
+            fetch = limit
             fetched = verdict.at(0.0) if kept_out else verdict
             rows = await self.candidates.nearest(uid, vector, fetch, fetched.max_distance)
             sims = [cosine(r.distance) or 0.0 for r in rows]

@@ -13,6 +13,7 @@ import structlog
 from recall.db.memories import add_memory
 from recall.errors import StoreError
 from recall.memory import Memory, Turn
+from recall.search.judging import judged
 from recall.search.provenance import Provenance, with_provenance
 from recall.store.core import StoreCore
 from recall.store.repeats import Repeats
@@ -116,6 +117,6 @@ class Writes:
             similarity=None,
             conversation_id=turn.conversation_id,
             created_at=created_at,
-            metadata=turn.metadata,
+            metadata=judged(turn.metadata, turn.user_message, turn.ai_response, turn.kind),
             kind=turn.kind,
         )
