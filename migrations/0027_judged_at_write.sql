@@ -25,10 +25,19 @@
 -- as in migration 0026. On Citus, ALTER TABLE reaches every shard, and the trigger function,
 -- which Citus distributed with the table, is replaced on every worker.
 
-ALTER TABLE recall.memories
-    ADD COLUMN holds text,
-    ADD COLUMN judged smallint,
-    ADD COLUMN supersedes uuid;
+-- On Citus the ALTER TABLE reaches the shards in parallel, and a function replaced after it in
+-- the same transaction is refused unless the transaction runs shard commands one at a time (a
+-- setting plain PostgreSQL keeps as an unused placeholder; migration 0013 does the same). Citus
+-- passes the statement's own text on to the shards, so it runs alone (EXECUTE), not as a part of
+-- this file's text.
+SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
+
+DO $$
+BEGIN
+    EXECUTE 'ALTER TABLE recall.memories ADD COLUMN holds text, ADD COLUMN judged smallint,'
+            ' ADD COLUMN supersedes uuid';
+END
+$$;
 
 CREATE TEMP TABLE recall_0027_kept ON COMMIT DROP AS
 SELECT p.oid::regprocedure::text AS f, p.prosecdef, coalesce(p.proconfig, '{}') AS config

@@ -128,9 +128,8 @@ async def judge_stored(
                 update = {
                     "user_id": row.user_id,
                     "id": row.id,
-                    "entry": Jsonb({k: v for k, v in entry.items() if v is not None}),
+                    "entry": Jsonb({k: v for k, v in entry.items() if v is not None or k == "own"}),
                     "clear": [k for k, v in entry.items() if v is None and k != "own"],
-                    "own": Jsonb(entry["own"]) if "own" in entry else None,
                     "embedding": vectors.get(i),
                     "reembed": i in vectors,
                     "model_name": embedder.name,

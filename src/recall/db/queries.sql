@@ -405,20 +405,19 @@ FROM recall.memories
 WHERE user_id = ANY(%(users)s::text[]) AND id = ANY(%(ids)s::uuid[]);
 
 -- name: judging_update
--- Record a memory's judgement under "recall", key by key (`entry` set, `clear` removed, "own"
--- set when given: a string, or null where the whole reply is its own), and, when `reembed`, its
+-- Record a memory's judgement under "recall", key by key (`entry` set, its "own" a string, or
+-- null where the whole reply is its own; `clear` removed), and, when `reembed`, its
 -- vector of its new own words; the trigger (migration 0027) fills holds, judged and supersedes
 -- and recomputes fts and doc_len. A row judged meanwhile, or whose new vector is of another
 -- model than the one it holds, is left as it is. Returns the new doc_len, for the user's token
 -- count.
+-- (Immutable functions only: Citus allows no other in an UPDATE's CASE.)
 UPDATE recall.memories
-SET metadata = metadata || jsonb_build_object(
-        'recall',
+SET metadata = jsonb_set(
+        metadata, '{recall}',
         (CASE WHEN jsonb_typeof(metadata -> 'recall') = 'object' THEN metadata -> 'recall'
               ELSE '{}'::jsonb END - %(clear)s::text[])
         || %(entry)s::jsonb
-        || CASE WHEN %(own)s::jsonb IS NULL THEN '{}'::jsonb
-                ELSE jsonb_build_object('own', %(own)s::jsonb) END
     ),
     embedding = CASE WHEN %(reembed)s::boolean THEN %(embedding)s ELSE embedding END
 WHERE user_id = %(user_id)s AND id = %(id)s
