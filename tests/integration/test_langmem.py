@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langmem import (
     create_manage_memory_tool,
@@ -23,30 +20,9 @@ from langmem import (
 from recall import RecallStore
 from recall.example.notes_graph import NO_USER, NOTHING_FOUND, build_notes_graph
 from tests.conftest import Databases
+from tests.fakes import RecordingChatModel
 
 pytestmark = pytest.mark.model  # the project's default offline embedder, as a user gets it
-
-
-class ScriptedChatModel(BaseChatModel):
-    """A chat model that answers with the given messages in turn (and accepts any tools)."""
-
-    replies: list[AIMessage]
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self.replies.pop(0))])
 
 
 @pytest.fixture(scope="module")
@@ -102,8 +78,8 @@ async def test_search_tool_ranks_by_meaning_within_the_users_namespace(store: Re
 
 
 async def test_memory_store_manager_writes_what_the_model_extracts(store: RecallStore) -> None:
-    model = ScriptedChatModel(
-        replies=[
+    model = RecordingChatModel(
+        script=[
             AIMessage(
                 "",
                 tool_calls=[{"name": "Memory", "args": {"content": "Dog is named Max"}, "id": "1"}],
@@ -116,6 +92,7 @@ async def test_memory_store_manager_writes_what_the_model_extracts(store: Recall
     said = {"messages": [{"role": "user", "content": "I adopted a dog named Max"}]}
     written = await manager.ainvoke(said, _config("u-manager"))
     assert [w["value"]["content"] for w in written] == [{"content": "Dog is named Max"}]
+    assert len(model.prompts) == 1  # the scripted reply only
     [hit] = await store.asearch(("memories", "u-manager"), query="pet's name")
     assert hit.value["content"] == {"content": "Dog is named Max"} and hit.score is not None
 

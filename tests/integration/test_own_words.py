@@ -17,6 +17,7 @@ from recall.db.memories import add_memory
 from recall.db.migrate import apply_migrations, bind_embedding_space, load_migrations
 from recall.db.pool import connect_once
 from recall.db.reembed import reembed
+from recall.db.sql import fetch_value
 from recall.embeddings import Embedder
 from recall.memory import Memory, embedding_text, make_turn
 from recall.search.provenance import KEY, Provenance, provenance_of, with_provenance
@@ -167,7 +168,7 @@ async def test_reembed_brings_old_turns_over_while_searches_run(databases: Datab
     await register_vector_async(conn)
     # this session holds the judging's lock: the store's own background judging leaves the
     # rows to `recall reembed` here, whose batches the searches run between
-    await conn.execute(b"SELECT pg_advisory_lock(125779646296676)")
+    assert await fetch_value(conn, "judging_try_lock")
     async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(64)) as store:
         assert await store.wait_for_judging() is None  # another session was at it
         answered = 0

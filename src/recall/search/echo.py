@@ -69,7 +69,7 @@ _SOCIAL = _words(
     "anytime welcome worries else hi hello hey hiya bye goodbye later see ya soon night "
     "goodnight cheers glad pleasure help helped haha ha indeed karibu nada enjoy"
 )
-_SOCIAL_REPLY = (_PHATIC - _ACKNOWLEDGING) | _SOCIAL | _words("anything what can do for you")
+_SOCIAL_REPLY = (_PHATIC - _ACKNOWLEDGING) | _SOCIAL | _words("anything")
 _SHORT = 3  # the most words a message answered only socially has
 
 # function words, which say nothing new in a reply (a short English list: PostgreSQL's own is

@@ -173,9 +173,7 @@ class Search:
         vector, terms = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
             rows = await self.candidates.best_by_words(uid, query_text, vector, limit)
-            found = [
-                Found(row_memory(r, score=r.bm25), verdict.passes(r.bm25)) for r in rows[:limit]
-            ]
+            found = [Found(row_memory(r, score=r.bm25), verdict.passes(r.bm25)) for r in rows]
         else:
             ranked = await self._ranked(
                 uid, query_text, vector, verdict, limit, kept_out, terms, asked, intent
@@ -231,9 +229,8 @@ class Search:
         what it keeps out); `now`: when the message is asked; `intent`: whether the gate reads
         the message's intent (`search`)."""
         if verdict.mode == "semantic":
-            fetch = limit
             fetched = verdict.at(0.0) if kept_out else verdict
-            rows = await self.candidates.nearest(uid, vector, fetch, fetched.max_distance)
+            rows = await self.candidates.nearest(uid, vector, limit, fetched.max_distance)
             sims = [cosine(r.distance) or 0.0 for r in rows]
             # the rows' distances grow: those a search at the threshold fetches come first
             within = None
