@@ -32,18 +32,27 @@ message asked of one user:
   An "other" case whose evidence the haystack holds after all (the same session, or a turn
   within 0.9 cosine of an evidence turn: `harness.longmemeval.near_copy`) is reported both
   with and without it.
+- RealMem (regime "realmem", issue 54): the eight users of ../shared/data/realmem replayed
+  session by session as benchmarks/realmem.py replays them, each query turn asked with the
+  earlier sessions stored; a hit is a memory of a session its answer used. User and assistant
+  turns, the shape of the library's users; each user is a group of their own.
+- the fact users of the `fit` split (benchmarks/data/fact_users.json; regime "new", issue 54):
+  each asks about its 30 facts in other words (own), about what it never said (other) and
+  makes small talk (chat). The measure and fresh users are never read here.
 Held-out files (small_talk.json, paraphrase_probe.json) are never read here.
 
-Grouped cross-validation: the groups are LoCoMo's five conversations and five folds of
-LongMemEval's questions (each has its own haystack). For each group, every model is fitted
-without any case that carries its data (its questions, its memories, its renamed questions,
-the small-talk lines and new users assigned to it) and scores its cases; a case's scores are
-kept only from the fit that did not see it. Cross-data figures fit on one data set (and
-gate_training.json) and score the other. Every headline figure has a bootstrap 95% interval
-over the groups it is averaged over (conversations; LongMemEval questions). The gate's offset
-is its operating point: the smallest that keeps `--keep` of the held-out own questions whose
-evidence the ranker puts in the top 3. The shipped weights are then fitted on every case.
-Writes src/recall/search/models/second_stage/<model>.json and docs/benchmarks.md (section
+Grouped cross-validation: the groups are LoCoMo's five conversations, five folds of
+LongMemEval's questions (each has its own haystack) and RealMem's eight users. For each group,
+every model is fitted without any case that carries its data (its questions, its memories, its
+renamed questions, the small-talk lines and new users assigned to it) and scores its cases; a
+case's scores are kept only from the fit that did not see it. Cross-data figures fit on one data
+set (and gate_training.json) and score the other. Every headline figure has a bootstrap 95%
+interval over the groups it is averaged over (conversations; LongMemEval questions; users). The
+gate's offset is its operating point: the smallest that keeps `--keep` of the held-out own
+questions whose evidence the ranker puts in the top 3. No regret (issue 54): per data family,
+and for RealMem per user size when asked, reach and first at the defaults beside plain cosine's
+top 3 over the same candidates, paired, held out. The shipped weights are then fitted on every
+case. Writes src/recall/search/models/second_stage/<model>.json and docs/benchmarks.md (section
 "second-stage").
 """
 
@@ -62,11 +71,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from harness import boosting
+from harness import boosting, realmem
 from harness import longmemeval as lme
 from harness.bootstrap import shown
 from harness.corpus import Corpus, load
 from harness.db import fresh_database, settle
+from harness.factusers import fact_users
 from harness.regimes import REGIMES, Regime, embed, targets, turn_items
 from harness.report import ROOT, git_revision, machine, publish, table
 from harness.run import parser, run
@@ -85,7 +95,8 @@ from recall.search.features import (
     rank_features,
 )
 from recall.search.fusion import default_fusion
-from recall.search.second_stage import LinearModel, Model, SecondStage, second_stage_for
+from recall.search.rankers import model_text
+from recall.search.second_stage import KIND, LinearModel, Model, SecondStage
 from recall.search.trees import TreeModel
 from recall.search.when import time_bonus, time_window
 from recall.store import MemoryStore
@@ -137,6 +148,7 @@ class Case:
     labels: np.ndarray = field(default_factory=lambda: np.zeros(0))
     texts: list[tuple[str, str]] = field(default_factory=list)  # its candidates' two sides
     near_copy: bool = False  # another record's question whose evidence this user holds
+    size: int = 0  # the user's memories when asked (RealMem's strata)
     # filled per fold
     logits: np.ndarray = field(default_factory=lambda: np.zeros(0))
     gate: float = 0.0
@@ -325,6 +337,60 @@ async def build_lme(
 
 
 REGIME_FOLDS = range(5)  # LoCoMo's five conversations
+REALMEM_GROUPS = 10  # RealMem's users are groups 10 to 17, one a user (after LongMemEval's)
+FACT_FOLDS = len(REGIME_FOLDS)  # the fit split's fact users join the LoCoMo folds, as new users
+
+
+async def build_realmem(store: MemoryStore) -> list[Case]:
+    """RealMem's eight users replayed as `benchmarks/realmem.py` replays them (each session's
+    query turns asked at its time with the earlier sessions stored, then its pairs stored):
+    each query turn a case whose evidence is the memories of the sessions its answer used, and
+    each user their own group (user and assistant turns: the shape of the library's users)."""
+    users = realmem.load()
+    asked = [m.text for u in users for s in u.sessions for m in s.queries]
+    table = await realmem.vectors(store.embedder, users, asked)
+    cases: list[Case] = []
+    for n, user in enumerate(users):
+        by_session: dict[str, list[str]] = {}
+        for session in user.sessions:
+            stored = sum(map(len, by_session.values()))
+            for message in session.queries:
+                evidence = frozenset(i for s in message.used for i in by_session.get(s, []))
+                cases.append(Case("realmem", "own", user.user_id, message.text,
+                                  realmem.query_vector(message.text, table), evidence,
+                                  frozenset({REALMEM_GROUPS + n}), source="realmem",
+                                  asked=session.at, size=stored))  # fmt: skip
+            await candidates(store, cases[len(cases) - len(session.queries) :])
+            ids = await store.add_turns(realmem.items(user, session, table), writers=1)
+            by_session[session.uuid] = list(ids)
+    return cases
+
+
+async def build_fact_users(store: MemoryStore) -> list[Case]:
+    """The fact users of the `fit` split (benchmarks/harness/factusers.py; the measure and
+    fresh users are never read here): each tells 30 facts among small talk in one thread, then
+    asks about each in other words (own), asks about what they never said (other) and makes
+    small talk (chat); new users, weighed as gate_training.json's are."""
+    start = datetime(2026, 1, 1, 9, tzinfo=UTC)
+    cases: list[Case] = []
+    for i, user in enumerate(fact_users(split="fit")):
+        uid = f"fact-{user.name.lower()}"
+        ids = await store.add_turns(
+            {"user_id": uid, "user_message": t.user, "ai_response": t.assistant,
+             "conversation_id": f"{uid}-told", "created_at": start + timedelta(minutes=k)}
+            for k, t in enumerate(user.thread)
+        )  # fmt: skip
+        told = {t.fact: ids[k] for k, t in enumerate(user.thread) if t.fact is not None}
+        group = frozenset({i % FACT_FOLDS})
+        asks = [("own", q.text, frozenset({told[q.fact]})) for q in user.questions]
+        asks += [("other", q, frozenset()) for q in user.never_said]
+        asks += [("chat", q, frozenset()) for q in user.small_talk]
+        for kind, text, evidence in asks:
+            vector = np.asarray(await store.embedder.embed_query(text))
+            cases.append(Case("new", kind, uid, text, vector, evidence, group, NEW_WEIGHT,
+                              source="new"))  # fmt: skip
+    await candidates(store, cases)
+    return cases
 
 
 @dataclass
@@ -526,11 +592,13 @@ def returned(case: Case, offsets: tuple[float, float], threshold: float) -> list
 @cache
 def _asking() -> AskingModel:
     """The shipped asking model (`benchmarks/fit_intent.py` fits it, not this script): the
-    intent a turn's gate weighs with the match."""
-    stage = second_stage_for(BGE_MODEL_NAME)
-    if stage is None:
+    intent a turn's gate weighs with the match, read alone: the shipped ranker may be over
+    other features than the one being fitted."""
+    text = model_text(KIND, BGE_MODEL_NAME)
+    if text is None:
         raise SystemExit(f"no shipped second stage for {BGE_MODEL_NAME}")
-    return stage.asking
+    data = json.loads(text)
+    return AskingModel.from_json(data["asking"], int(data["dimensions"]))
 
 
 def _quantile_offset(values: Sequence[float], keep: float) -> float:
@@ -543,7 +611,7 @@ def choose_offsets(cases: Sequence[Case], keep: float) -> tuple[float, float]:
     """The intent's offset: the smallest that passes `INTENT_KEEP` of the held-out own
     questions; then the gate's: the smallest that keeps `keep` of the held-out own cases whose
     evidence the ranker puts in its top 3, the intent's cap included."""
-    own = [c for c in cases if c.kind == "own" and c.regime in ("full", "small", "new", "lme")]
+    own = [c for c in cases if c.kind == "own" and c.regime in OWN_REGIMES]
     intent = _quantile_offset([c.intent for c in own], INTENT_KEEP)
     answerable = [c for c in own if answered_in_top(c)]
     # among those the intent lets through, the gate must pass enough to keep `keep` of all
@@ -555,7 +623,7 @@ def choose_offsets(cases: Sequence[Case], keep: float) -> tuple[float, float]:
 def choose_slope(cases: Sequence[Case], offset: tuple[float, float]) -> float:
     """The steepest of `SLOPES` whose reach at the defaults, over the held-out own questions,
     is within `SLOPE_COST` points of the gentlest's; set for `returned`."""
-    own = [c for c in cases if c.kind == "own" and c.regime in ("full", "small", "new", "lme")]
+    own = [c for c in cases if c.kind == "own" and c.regime in OWN_REGIMES]
 
     def reach(slope: float) -> float:
         SLOPE[0] = slope
@@ -565,6 +633,47 @@ def choose_slope(cases: Sequence[Case], offset: tuple[float, float]) -> float:
     chosen = max(s for s in SLOPES if reach(s) >= first - SLOPE_COST)
     SLOPE[0] = chosen
     return chosen
+
+
+OWN_REGIMES = ("full", "small", "new", "lme", "realmem")  # the questions offsets are chosen on
+_COS = RANK_FEATURES.index("cos")
+STRATA = (("under 50", 0, 50), ("50-500", 50, 501), ("over 500", 501, 10**9))
+
+
+def cosine_top(case: Case, k: int = LIMIT) -> list[str]:
+    """Plain cosine's top `k` among the case's candidates (they hold its 25 nearest)."""
+    order = np.argsort(-case.x[:, _COS], kind="stable")[:k] if case.ids else []
+    return [case.ids[i] for i in order]
+
+
+def against_cosine(cases: Sequence[Case], offset: tuple[float, float]) -> list[list[str]]:
+    """No regret (issue 54): reach and first at the defaults beside plain cosine's top 3 over
+    the same vectors, with the paired difference, per data family (bootstrap over its groups:
+    conversations, questions, users), RealMem also by the user's size when asked."""
+    rows = []
+    families = (("full", "LoCoMo full"), ("small", "LoCoMo small"), ("lme", "LongMemEval"),
+                ("realmem", "RealMem"), ("new", "new users"))  # fmt: skip
+    for regime, name in families:
+        own = [c for c in cases if c.regime == regime and c.kind == "own"]
+        strata = STRATA if regime == "realmem" else ()
+        for label, low, high in (*strata, ("all", 0, 10**9)):
+            sel = [c for c in own if low <= c.size < high]
+            if not sel:
+                continue
+            groups = [c.user.split("-small-")[0] for c in sel]
+            got = [returned(c, offset, 0.5) for c in sel]
+            cos = [cosine_top(c) for c in sel]
+            for what, pick in (("reach", lambda f: f), ("first", lambda f: f[:1])):
+                mine = [
+                    float(bool(set(pick(f)) & c.evidence)) for f, c in zip(got, sel, strict=True)
+                ]
+                base = [
+                    float(bool(set(pick(f)) & c.evidence)) for f, c in zip(cos, sel, strict=True)
+                ]
+                diff = [a - b for a, b in zip(mine, base, strict=True)]
+                rows.append([f"{name} {label}", what, str(len(sel)), shown(mine, groups),
+                             shown(base, groups), shown(diff, groups)])  # fmt: skip
+    return rows
 
 
 def hit_rate(found: Sequence[Sequence[str]], cases: Sequence[Case]) -> float:
@@ -579,7 +688,7 @@ def measures(
 ) -> list[list[str]]:
     """Per (regime, kind): any@k, reach, silence and memories returned."""
     rows = []
-    for regime in ("full", "small", "repeated", "new", "lme"):
+    for regime in ("full", "small", "repeated", "new", "lme", "realmem"):
         for kind in ("own", "other", "chat"):
             sel = [c for c in cases if c.regime == regime and c.kind == kind]
             if not sel:
@@ -607,7 +716,13 @@ def headline(cases: Sequence[Case], offset: tuple[float, float]) -> list[list[st
         return c.user.split("-small-")[0] if c.source == "locomo" else c.user
 
     rows = []
-    names = (("full", "LoCoMo full"), ("small", "LoCoMo small"), ("lme", "LongMemEval"))
+    names = (
+        ("full", "LoCoMo full"),
+        ("small", "LoCoMo small"),
+        ("lme", "LongMemEval"),
+        ("realmem", "RealMem"),
+        ("new", "new users"),
+    )
     for regime, name in names:
         own = [c for c in cases if c.regime == regime and c.kind == "own"]
         if not own:
@@ -728,6 +843,8 @@ async def main() -> None:
     cases += await cached(
         args.cache, "lme", lambda store: build_lme(store, lme.load(), training["small_talk"])
     )
+    cases += await cached(args.cache, "realmem", build_realmem)
+    cases += await cached(args.cache, "factusers", build_fact_users)
     cases = fewer_extra(cases, args.never_said_extra)
     bge = BgeSmallEmbeddings()
     PERSONAL.extend(
@@ -744,6 +861,8 @@ async def main() -> None:
     intervals = table(
         ["data", "measure", "n", "held out % [95% interval]"], headline(cases, offset)
     )
+    regret = table(["data, stratum", "measure", "n", "defaults % [95%]", "cosine top-3 % [95%]",
+                    "defaults minus cosine [95%]"], against_cosine(cases, offset))  # fmt: skip
     sweep_table = table(["threshold", "full reach %", "small reach %", "new-user reach %",
                          "other conversations: silent %", "small talk: silent %"],
                         sweep(cases, offset))  # fmt: skip
@@ -758,7 +877,7 @@ async def main() -> None:
     crossed += headline(scored_locomo, choose_offsets(scored_locomo, args.keep))
     crossed_table = table(["scored on", "measure", "n", "fitted on the other % [95% interval]"],
                           crossed)  # fmt: skip
-    print(held, intervals, crossed_table, sweep_table, sep="\n")
+    print(held, intervals, regret, crossed_table, sweep_table, sep="\n")
     final = fit_all(cases, frozenset())
     command = "python benchmarks/fit_second_stage.py"
     if args.keep != 0.98:
@@ -775,8 +894,9 @@ async def main() -> None:
         slope=SLOPE[0], asking=_asking(),
         source={"command": command,
                 "commit": revision, "data": "LoCoMo dev (../shared/data/locomo_dev.json), "
-                "LongMemEval_S dev (../shared/data/longmemeval_s_dev.json.gz) and "
-                "benchmarks/data/gate_training.json", "fitted": f"{datetime.now():%Y-%m-%d}"},
+                "LongMemEval_S dev (../shared/data/longmemeval_s_dev.json.gz), RealMem "
+                "(../shared/data/realmem), the fit split of benchmarks/data/fact_users.json "
+                "and benchmarks/data/gate_training.json", "fitted": f"{datetime.now():%Y-%m-%d}"},
     )  # fmt: skip
     if not args.no_write:
         OUT.mkdir(parents=True, exist_ok=True)
@@ -784,8 +904,9 @@ async def main() -> None:
     body = f"""## The second stage, on data it was fitted without
 
 `{stage.source["command"]}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}.
-Grouped cross-validation (decision 0027): the groups are LoCoMo's five conversations and five
-folds of LongMemEval_S's 195 dev questions (each its own haystack); every figure is for a case
+Grouped cross-validation (decision 0027): the groups are LoCoMo's five conversations, five folds
+of LongMemEval_S's 195 dev questions (each its own haystack) and RealMem's eight users (issue
+54; the fit split's fact users join the LoCoMo folds as new users); every figure is for a case
 scored by models fitted without its group's data (its memories, its questions, its renamed
 questions, and the small-talk lines and training new users of its group), and a fit's scores of
 its own training cases are never kept. The store's own candidates ({CANDIDATES} by cosine and
@@ -802,9 +923,15 @@ from an answer session.
 {held}
 
 With bootstrap 95% intervals over the groups the figures average over (LoCoMo: its
-conversations; LongMemEval: its questions):
+conversations; LongMemEval: its questions; RealMem and the new users: users):
 
 {intervals}
+
+No regret (issue 54): the defaults beside plain cosine's top 3 over the same vectors, held
+out, paired per question, bootstrap 95% intervals over the same groups; RealMem also by the
+user's memories when asked:
+
+{regret}
 
 Across data sets: fitted on LoCoMo (and gate_training.json) alone and scored on LongMemEval,
 and the reverse; each scored set's offsets chosen by the same rule on its own cases:

@@ -80,6 +80,8 @@ RANK_FEATURES = (
     "rank_product",
     "cos_squared",
     "cos_x_sess_idf",
+    # the user's size (log of their memories): where keyword evidence is worth following
+    "log_memories",
 )
 GATE_FEATURES = (
     "coverage",
@@ -317,6 +319,7 @@ def rank_features(
     x[:, col["rank_product"]] = rank_cos * rank_bm25
     x[:, col["cos_squared"]] = [c**2 for c in cos.tolist()]  # pow(), as for one value
     x[:, col["cos_x_sess_idf"]] = cos * x[:, col["sess_idf"]]
+    x[:, col["log_memories"]] = math.log(max(facts.memories, 1.0))
     return x
 
 
