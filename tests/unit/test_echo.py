@@ -79,6 +79,8 @@ def test_the_reply_is_judged_by_its_own_part() -> None:
         ("thanks, that's all for now", "You're welcome!"),
         ("thanks, that's helpful", "Glad to help!"),
         ("bye for now", "Take care, talk soon!"),
+        ("heyy", "Hey! What's up?"),  # drawn out, it is the word it draws out (rule 2)
+        ("byeee!!", "Bye, see you soon!"),
     ],
 )
 def test_small_talk_on_both_sides_holds_nothing(user_message: str, ai_response: str) -> None:
@@ -93,6 +95,7 @@ def test_small_talk_on_both_sides_holds_nothing(user_message: str, ai_response: 
         ("I'm tired today", "Sorry to hear."),  # a word of the user's own
         ("thanks, the vet said Max is fine", "Glad to hear!"),
         ("", "Hello!"),
+        ("I sleep soo badly", "Sorry to hear that."),  # drawn out, still a word of its own
     ],
 )
 def test_a_turn_with_a_word_of_its_own_is_no_small_talk(

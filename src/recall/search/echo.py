@@ -59,7 +59,7 @@ _PHATIC = _ACKNOWLEDGING | _words(
     "take care talk cheers ty thx welcome you're nice awesome perfect lovely wonderful helpful "
     "that's lol haha hah hmm wow doing fine well glad help hear anything else today again "
     "now there i'm we're happy pleasure lot lots much kind appreciate appreciated grateful "
-    "thankful brilliant excellent fantastic amazing super sweet greetings everyone"
+    "thankful brilliant excellent fantastic amazing super sweet greetings everyone what's up"
 )
 # what a reply says to small talk and to nothing else ("Anytime!", "Anything else?", "See
 # ya!", "Karibu!"): a short message answered with these words only is small talk, whatever its
@@ -71,6 +71,7 @@ _SOCIAL = _words(
 )
 _SOCIAL_REPLY = (_PHATIC - _ACKNOWLEDGING) | _SOCIAL | _words("anything")
 _SHORT = 3  # the most words a message answered only socially has
+_REPEATED = re.compile(r"(.)\1+")  # a letter said again and again: "heyy", "hiii", "byeee"
 
 # function words, which say nothing new in a reply (a short English list: PostgreSQL's own is
 # not reachable from here, floor 1)
@@ -135,11 +136,21 @@ def is_unanswered(user_message: str, ai_response: str, own: str | None = None) -
     )
 
 
+def _drawn_out(word: str) -> str:
+    """A word as small talk's lists hold it: as written where they do, else with its
+    drawn-out letters said once ("heyy" -> "hey", "hiii" -> "hi"; "good" stays "good")."""
+    if word in _SOCIAL_REPLY or word in _STOP or word in _ACKNOWLEDGING:
+        return word
+    squeezed = _REPEATED.sub(r"\1", word)
+    return squeezed if squeezed in _SOCIAL_REPLY or squeezed in _ACKNOWLEDGING else word
+
+
 @lru_cache(maxsize=CACHED_TEXTS)
 def is_small_talk(user_message: str, ai_response: str, own: str | None = None) -> bool:
     """Whether the stored turn is small talk on both sides: every word of the user's text is a
     greeting, a thanks, a farewell or a function word ("hi there!", "good morning!", "thanks,
-    that's helpful") and so is every word of the reply that the user's text does not hold
+    that's helpful", "heyy": a drawn-out word counts as itself) and so is every word of the
+    reply that the user's text does not hold
     ("Noted.", "Hello! How can I help today?", "You're welcome!"); or the user's text is a
     short statement (at most three words, no digit) that the reply only answers socially, as
     one answers a greeting or a thanks ("kia ora" -> "Kia ora! What can I help with?", "ta" ->
@@ -151,10 +162,10 @@ def is_small_talk(user_message: str, ai_response: str, own: str | None = None) -
         ai_response: its reply.
         own: the reply's own part where one was recorded (`recall.memory.own_words`).
     """
-    said = WORD.findall(user_message.lower())
+    said = [_drawn_out(w) for w in WORD.findall(user_message.lower())]
     if not said:
         return False
-    reply = WORD.findall((ai_response if own is None else own).lower())
+    reply = [_drawn_out(w) for w in WORD.findall((ai_response if own is None else own).lower())]
     if all(w in _PHATIC or w in _STOP for w in said):
         return all(w in _PHATIC or w in _STOP or w in said for w in reply)
     # a short message the reply only answers socially ("kia ora" -> "Kia ora! What can I help

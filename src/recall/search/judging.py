@@ -39,7 +39,7 @@ __all__ = [
     "judgement",
 ]
 
-RULE = 1
+RULE = 2
 """The version of the rules a turn is judged by (its own words, what it holds, what it
 updates). A change to any of them that would judge a stored turn differently raises it, and
 the stored turns are judged again (`recall.db.judge_stored`)."""
