@@ -651,8 +651,9 @@ STRATA = (("under 50", 0, 50), ("50-500", 50, 501), ("over 500", 501, 10**9))
 
 def cosine_top(case: Case, k: int = LIMIT) -> list[str]:
     """Plain cosine's top `k` among the case's candidates (they hold its 25 nearest)."""
-    order = np.argsort(-case.x[:, _COS], kind="stable")[:k] if case.ids else []
-    return [case.ids[i] for i in order]
+    if not case.ids:
+        return []
+    return [case.ids[i] for i in np.argsort(-case.x[:, _COS], kind="stable")[:k]]
 
 
 def against_cosine(cases: Sequence[Case], offset: tuple[float, float]) -> list[list[str]]:
@@ -672,12 +673,12 @@ def against_cosine(cases: Sequence[Case], offset: tuple[float, float]) -> list[l
             groups = [c.user.split("-small-")[0] for c in sel]
             got = [returned(c, offset, 0.5) for c in sel]
             cos = [cosine_top(c) for c in sel]
-            for what, pick in (("reach", lambda f: f), ("first", lambda f: f[:1])):
+            for what, depth in (("reach", LIMIT), ("first", 1)):
                 mine = [
-                    float(bool(set(pick(f)) & c.evidence)) for f, c in zip(got, sel, strict=True)
+                    float(bool(set(f[:depth]) & c.evidence)) for f, c in zip(got, sel, strict=True)
                 ]
                 base = [
-                    float(bool(set(pick(f)) & c.evidence)) for f, c in zip(cos, sel, strict=True)
+                    float(bool(set(f[:depth]) & c.evidence)) for f, c in zip(cos, sel, strict=True)
                 ]
                 diff = [a - b for a, b in zip(mine, base, strict=True)]
                 rows.append([f"{name} {label}", what, str(len(sel)), shown(mine, groups),
