@@ -222,9 +222,13 @@ def test_a_turns_gate_weighs_the_match_with_the_intent() -> None:
     asked = own.score("which city am I in?", np.ones(DIMS), rows, [1, 2, 0])
     assert asked.match == pytest.approx(-0.5) and asked.gate == pytest.approx(3.5 / 3.0)
     assert min(asked.scores) >= 0.5
-    # a search reads the match alone
-    searched = own.score("city", np.ones(DIMS), rows, [1, 2, 0], intent=False)
-    assert searched.gate == pytest.approx(-0.5) and max(searched.scores) < 0.5
+    # a search: the intent opens it where it would open a turn (decision 0050) ...
+    searched = own.score("which city am I in?", np.ones(DIMS), rows, [1, 2, 0], intent=False)
+    assert searched.gate == pytest.approx(3.5 / 3.0) and min(searched.scores) >= 0.5
+    # ... and never shuts it: the match alone opens a search that asks nothing of memory
+    box = stage(1.0, intent_offset=-2.0, intent_weight=2.0)
+    sought = box.score("sister", np.ones(DIMS), rows, [1, 2, 0], intent=False)
+    assert sought.gate == pytest.approx(1.5) and min(sought.scores) >= 0.5
 
 
 def test_an_explanation_adds_up_to_the_logit_and_the_gate() -> None:

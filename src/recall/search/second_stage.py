@@ -20,7 +20,8 @@ intents are linear over the query's vector:
   `(match + intent_weight * intent - gate_bias) / (1 + intent_weight)` (decision 0039): a
   question about the user's life opens it even when no memory matches it in words ("Which city
   am I in?" after "I live in Tucson"), and a message that asks nothing of memory needs strong
-  evidence. A search (`intent=False`) reads `match` alone.
+  evidence. A search (`intent=False`) is never shut by the intent: its gate is `match`, or the
+  turn's weighed gate where that is higher (decision 0050).
 
 A memory's score: with the gate open (`g >= 0`) the best candidate scores the gate's
 probability `sigmoid(g)` and the others `0.5 + (sigmoid(g) - 0.5) * exp(slope * (z - z_best))`,
@@ -126,8 +127,8 @@ class Explanation:
 
     Attributes:
         score: `SecondStage.score_of(gate, logit - best_logit)`.
-        gate: the query's gate, `SecondStage.verdict` of `match` and `intent` (`match` alone
-            for a search); below 0, nothing passes 0.5.
+        gate: the query's gate, `SecondStage.verdict` of `match` and `intent` (for a search,
+            the higher of that and `match`); below 0, nothing passes 0.5.
         match: the gate model's logit (offset included): does a memory answer the message?
         intent: the asking model's logit (`recall.search.asking`, offset included): does the
             message ask about the user's life or earlier talk?
@@ -172,7 +173,7 @@ class Scored:
         scores: each candidate's score (0-1), in the candidates' order.
         logits: each candidate's ranker logit, in the candidates' order.
         gate: the query's gate logit, `SecondStage.verdict` of `match` and `intent` (offsets
-            included; `match` alone for a search).
+            included; for a search, the higher of that and `match`).
         match: the gate model's logit; intent: the asking model's.
     """
 
@@ -346,7 +347,8 @@ class SecondStage:
             now: when the message is asked (now by default): a time it names ("yesterday",
                 "last summer") puts the candidates from then first (`recall.search.when`).
             intent: whether the gate weighs `match` with the intent (`verdict`: a turn of
-                conversation); False: `match` alone (a search, `recall.search.rankers.Query`).
+                conversation); False: a search (`recall.search.rankers.Query`), whose gate the
+                intent may open and never shuts (the higher of `match` and `verdict`).
         """
         facts = query_facts(query_text, rows)
         x = rank_features(facts, rows, vector_order, self.candidates)
@@ -366,7 +368,9 @@ class SecondStage:
         logits = follow_cosine(own, x, bonus)
         match = float(self.gate.logits(gx[None, :])[0]) + self.gate_offset
         asking = self.asking.logit(query_text, query_vector)  # the intent the verdict weighs
-        gate = self.verdict(match, asking) if intent else match
+        # a search is never shut by the asking model, and opens where a turn would (decision
+        # 0050): a new user's one fact, asked in other words, is found by the search box too
+        gate = self.verdict(match, asking) if intent else max(match, self.verdict(match, asking))
         # ties keep the candidates' order, which the SQL made stable (migration 0023); an id
         # would differ between two databases holding the same memories
         order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))

@@ -122,7 +122,7 @@ def _gate(raw: Mapping[str, Any], verdict: Verdict) -> str:
             )
         why = _strongest(raw["gate_parts"], 1.0, gate=True)
         return f"The gate opened: some memory looks like it answers the message, mostly by {why}."
-    # a turn (a search reads the match alone) whose intent pulled the gate shut
+    # a turn whose intent pulled the gate shut (a search's never is: decision 0050)
     if gate != match and intent < match:
         return (
             "The gate stayed shut: the message does not read as asking about something said "
