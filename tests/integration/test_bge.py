@@ -80,6 +80,15 @@ def test_onnx_runtimes_threads_sleep_between_calls_unless_asked_to_spin(spin: bo
         assert options.get_session_config_entry(key) == "0"
 
 
+def test_one_thread_a_call_by_default_and_the_same_vectors_with_two() -> None:
+    one, two = BgeSmallEmbeddings(), BgeSmallEmbeddings(threads=2)
+    texts = ["Where does my sister live?", " ".join(FACTS.values()), "hi"]
+    assert one.embed_documents(texts) == two.embed_documents(texts)
+    assert one.embed_query("What's my job?") == two.embed_query("What's my job?")
+    assert one._session.get_session_options().intra_op_num_threads == 1
+    assert two._session.get_session_options().intra_op_num_threads == 2
+
+
 def test_a_swapped_file_is_refused(tmp_path: Path) -> None:
     for packaged in packaged_model_files():
         shutil.copy(str(packaged), tmp_path / packaged.name)
