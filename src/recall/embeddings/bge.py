@@ -63,11 +63,11 @@ class BgeSmallEmbeddings(Embeddings):
             packaged with recall by default.
         verify: check the two files' sha256 before loading them.
         threads: ONNX Runtime's threads per call (the vectors are the same for any number).
-            One by default (issue 56): on 2 cores beside the database, one thread made the
-            default search path 5-6% faster at p50 and a semantic-only one 12-15%, and
-            embedding a turn 19% faster, than two (docs/benchmarks.md "onnx-threads"); a
-            process serving several users embeds their queries in parallel on its worker
-            threads, each one thread.
+            One by default (issue 56): on 2 cores beside the database, against two, one thread
+            made a semantic-only search 12-18% faster at p50 and the default path 0-6% (three
+            runs taking turns), and embedding a turn 19% faster (docs/benchmarks.md
+            "onnx-threads"); a process serving several users embeds their queries in parallel
+            on its worker threads, each one thread.
         spin: let ONNX Runtime's threads spin between calls. Off by default: on 2 cores the
             spinning threads take the cores the database needs, and with them asleep the
             default search path was 8% faster at p50 and 18% at p95; a semantic-only search
