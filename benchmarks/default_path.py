@@ -31,6 +31,8 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from harness import longmemeval as lme
+from harness.bootstrap import shown
 from harness.corpus import Corpus, load
 from harness.db import fresh_database, settle
 from harness.regimes import LARGE, SEED, Vectors, embed, full, large_user, turn_items
@@ -42,7 +44,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from langgraph.store.postgres.base import PostgresIndexConfig
 
-from recall.config import DEFAULT_EMBEDDING_MODEL, Settings
+from recall.config import DEFAULT_EMBEDDING_MODEL, RetrievalMode, Settings
 from recall.embeddings import Vector
 from recall.store import MemoryStore
 
@@ -52,6 +54,13 @@ PATHS = ("default", "semantic", "default, vector given", "semantic, vector given
 # issue 46's targets for default / semantic
 TARGETS = {"LoCoMo full users": "<= 1.3 (p50 and p95)", "large user": "<= 1.6 (p50 and p95)"}
 NAMESPACE = "memories"
+LARGE_FROM = {
+    "locomo": "The large user holds LoCoMo turn pairs cycled and numbered, each vector its "
+    "pair's embedding plus noise, asked a seeded sample of LoCoMo's questions",
+    "longmemeval": "The large user holds distinct turns of LongMemEval dev's haystacks (whole "
+    "haystacks in the file's order, each turn once: `harness.longmemeval.one_user`), asked the "
+    "questions of the haystacks it holds, each several times in turns",
+}
 PEER_LIMIT = 3  # the store's default limit
 PEER_BATCH = 2000  # puts per `abatch` when loading the peer
 
@@ -167,20 +176,50 @@ def peer_rows(label: str, times: dict[str, list[float]]) -> list[list[str]]:
     return out
 
 
-async def asked_both(
-    store: MemoryStore,
-    peer: AsyncPostgresStore,
-    corpus: Corpus,
-    vectors: Vectors,
-    queries: int,
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """The LoCoMo users asked their own questions, then the large user a seeded sample of
-    `queries` of them: each path's times in ms."""
-    own = [(user, text, vectors.queries[n])
-           for n, (user, text, *_rest) in enumerate(corpus.questions)]  # fmt: skip
+def locomo_asked(corpus: Corpus, vectors: Vectors) -> list[tuple[str, str, Vector]]:
+    """The LoCoMo users' own questions, with their vectors."""
+    return [(user, text, vectors.queries[n])
+            for n, (user, text, *_rest) in enumerate(corpus.questions)]  # fmt: skip
+
+
+def sampled(own: list[tuple[str, str, Vector]], queries: int) -> list[tuple[str, str, Vector]]:
+    """A seeded sample of `queries` LoCoMo questions, asked of the large user."""
     picked = random.Random(SEED).sample(range(len(own)), min(queries, len(own)))
-    large = [(LARGE, own[n][1], own[n][2]) for n in picked]
-    return await measure(store, peer, own), await measure(store, peer, large)
+    return [(LARGE, own[n][1], own[n][2]) for n in picked]
+
+
+async def real_user(
+    store: MemoryStore, size: int
+) -> tuple[list[dict[str, Any]], list[tuple[str, Vector, frozenset[str]]]]:
+    """The large user from LongMemEval dev's haystacks (`lme.one_user`, issue 56), with each
+    taken record's question, its vector and the stored texts of its answer sessions."""
+    records = lme.load()
+    table = await lme.vectors(store.embedder, records)
+    items, taken = lme.one_user(records, table, size, LARGE)
+    asked = [(r.question, await store.embedder.embed_query(r.question), answer)
+             for r, answer in taken]  # fmt: skip
+    return items, asked
+
+
+async def quality(
+    store: MemoryStore, asked: list[tuple[str, Vector, frozenset[str]]]
+) -> list[list[str]]:
+    """The real large user's questions (text, vector, the ids of its answer sessions'
+    memories) at the defaults and semantic-only: a memory of an answer session returned
+    (reach), and first; bootstrap intervals over the questions."""
+    out = []
+    groups = list(range(len(asked)))
+    modes: tuple[RetrievalMode | None, ...] = (None, "semantic")  # None: the store's default
+    for mode in modes:
+        reach, first = [], []
+        for text, vector, answer in asked:
+            got = await store.search(LARGE, text, query_vector=vector, mode=mode)
+            hits = [str(m.id) in answer for m in got]
+            reach.append(float(any(hits)))
+            first.append(float(bool(hits) and hits[0]))
+        path = "default" if mode is None else "semantic"
+        out.append([path, str(len(asked)), shown(reach, groups), shown(first, groups)])
+    return out
 
 
 async def main() -> None:
@@ -191,6 +230,10 @@ async def main() -> None:
     options.add_argument(
         "--model", default=DEFAULT_EMBEDDING_MODEL, help="RECALL_EMBEDDING_MODEL for the store"
     )
+    options.add_argument("--large-from", choices=("locomo", "longmemeval"), default="locomo",
+                         help="the large user: LoCoMo pairs cycled with noisy vectors, or "
+                         "distinct turns of LongMemEval dev's haystacks asked their own "
+                         "questions in turns (issue 56)")  # fmt: skip
     args = options.parse_args()
     revision = git_revision()
     corpus = load(args.data)
@@ -204,11 +247,24 @@ async def main() -> None:
         items = list(turn_items(corpus, regime, vectors))
         await store.add_turns(items, batch_size=2000)
         started = time.perf_counter()
-        rng = np.random.default_rng(SEED)
-        large_items = list(large_user(corpus, vectors, args.size, rng))
-        await store.add_turns(large_items, batch_size=5000)
+        own = locomo_asked(corpus, vectors)
+        real: list[tuple[str, Vector, frozenset[str]]] = []
+        if args.large_from == "longmemeval":
+            large_items, real = await real_user(store, args.size)
+            turns = max(1, args.queries // len(real))  # each question asked that many times
+            large = [(LARGE, text, vector) for _ in range(turns) for text, vector, _a in real]
+        else:
+            rng = np.random.default_rng(SEED)
+            large_items = list(large_user(corpus, vectors, args.size, rng))
+            large = sampled(own, args.queries)
+        ids = [str(i) for i in await store.add_turns(large_items, batch_size=5000)]
+        if real:  # each question's answer sessions as the ids their turns were stored under
+            texts = [lme.stored_text(item) for item in large_items]
+            real = [(text, vector, frozenset(i for i, t in zip(ids, texts, strict=True)
+                                             if t in answer))
+                    for text, vector, answer in real]  # fmt: skip
         indexed = await store.optimize()
-        print(f"large user: {args.size} memories, index {indexed}, "
+        print(f"large user: {len(large_items)} memories, index {indexed}, "
               f"{time.perf_counter() - started:.0f} s")  # fmt: skip
         await settle(url)
         started = time.perf_counter()
@@ -216,17 +272,22 @@ async def main() -> None:
         async with peer_store(peer_url, store.embedder.embeddings, peer_items) as peer:
             print(f"peer: {len(peer_items)} items, {time.perf_counter() - started:.0f} s")
             await settle(peer_url, "store", "store_vectors")
-            full_times, large_times = await asked_both(store, peer, corpus, vectors, args.queries)
+            full_times = await measure(store, peer, own)
+            large_times = await measure(store, peer, large)
+        judged = await quality(store, real) if real else []
     sizes = f"{len(regime.users())} users, {len(full_times[PEER])} questions"
     table_rows = rows("LoCoMo full users", sizes, full_times)
     table_rows += rows(
-        "large user", f"1 user of {args.size:,}, {len(large_times[PEER])} questions", large_times
+        "large user",
+        f"1 user of {len(large_items):,}, {len(large_times[PEER])} questions",
+        large_times,
     )
     peer_table = peer_rows("LoCoMo full users", full_times) + peer_rows("large user", large_times)
     command = " ".join(["python benchmarks/default_path.py"] + [
         f"{name} {value}" for name, value, default in
         [("--size", args.size, 50_000), ("--queries", args.queries, 400),
-         ("--model", args.model, DEFAULT_EMBEDDING_MODEL)] if value != default
+         ("--model", args.model, DEFAULT_EMBEDDING_MODEL),
+         ("--large-from", args.large_from, "locomo")] if value != default
     ])  # fmt: skip
     headers = ["users", "asked", "path", "p50 ms", "p95 ms", "p50 ratio to semantic",
                "p95 ratio to semantic", "target (ratio)"]  # fmt: skip
@@ -240,9 +301,8 @@ threshold {settings.similarity_threshold}, mode {settings.mode} today) against
 `store.search(user, text, mode="semantic")`, the query embedded in every call (embedding cache
 off); then both with the query vector given (database and ranking only). Same users and
 questions, the four paths taking turns in blocks of {BLOCK} in one run, after a warm-up pass
-of {WARM} calls each. The large user holds LoCoMo turn pairs cycled and numbered, each vector
-its pair's embedding plus noise, with its own HNSW index; the LoCoMo users hold their
-conversation (targets: issue 46):
+of {WARM} calls each. {LARGE_FROM[args.large_from]}, with its own HNSW index; the LoCoMo users
+hold their conversation (targets: issue 46):
 
 {table(headers, table_rows)}
 
@@ -252,7 +312,16 @@ embedded by the same model in every call, taking turns with the paths above:
 
 {table(peer_headers, peer_table)}
 """
-    publish("default-path", body, write=not args.no_write)
+    if judged:
+        body += f"""
+The large user's quality: each of its {len(real)} questions once, at the defaults and
+semantic-only; a hit is a memory of one of the question's answer sessions (bootstrap 95%
+intervals over the questions):
+
+{table(["path", "questions", "reach %", "first %"], judged)}
+"""
+    section = "default-path" if args.large_from == "locomo" else "default-path-real"
+    publish(section, body, write=not args.no_write)
 
 
 if __name__ == "__main__":

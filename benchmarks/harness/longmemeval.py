@@ -150,6 +150,32 @@ def items(record: Record, table: dict[str, np.ndarray]) -> Iterator[dict[str, An
         yield {**item, "user_id": record.user, "embedding": table[_key(stored_text(item))]}
 
 
+def one_user(
+    records: list[Record], table: dict[str, np.ndarray], size: int, user: str
+) -> tuple[list[dict[str, Any]], list[tuple[Record, frozenset[str]]]]:
+    """A user of at most `size` distinct turns from the records' haystacks (issue 56: a real
+    large user, not cycled pairs): whole haystacks in the file's order, each turn once (a turn
+    another haystack holds too is stored the first time), until the next would not fit. With
+    them, each record taken and the stored texts of its answer sessions' turns (its evidence,
+    by `stored_text`)."""
+    items: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    taken: list[tuple[Record, frozenset[str]]] = []
+    for record in records:
+        new = {stored_text(t): t for t in record.turns if stored_text(t) not in seen}
+        if len(items) + len(new) > size:
+            break
+        for text, turn in new.items():
+            seen.add(text)
+            items.append({**turn, "user_id": user, "embedding": table[_key(text)]})
+        answer = frozenset(
+            stored_text(t) for t in record.turns
+            if t["metadata"]["session"] in record.answer_sessions
+        )  # fmt: skip
+        taken.append((record, answer))
+    return items, taken
+
+
 NEAR_COPY = 0.9  # bge-small cosine from which a stored turn counts as a copy of another
 
 
