@@ -152,6 +152,12 @@ class QueryFacts:
     memories: float
     asks_when: bool
 
+    @property
+    def log_memories(self) -> float:
+        """The log of the user's number of memories (0 for none): the ranker's
+        `log_memories` and the gate's `log_n`."""
+        return math.log(max(self.memories, 1.0))
+
 
 def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
     """The query's terms' idf (BM25's, as recall.search_terms computes it) and coverage."""
@@ -319,7 +325,7 @@ def rank_features(
     x[:, col["rank_product"]] = rank_cos * rank_bm25
     x[:, col["cos_squared"]] = [c**2 for c in cos.tolist()]  # pow(), as for one value
     x[:, col["cos_x_sess_idf"]] = cos * x[:, col["sess_idf"]]
-    x[:, col["log_memories"]] = math.log(max(facts.memories, 1.0))
+    x[:, col["log_memories"]] = facts.log_memories
     return x
 
 
@@ -384,7 +390,7 @@ def gate_features(
     cosines = list(vector_cosines) or [0.0]
     best = cosines[0]
     mean = float(np.mean(cosines[:10]))
-    log_n = math.log(max(facts.memories, 1.0))
+    log_n = facts.log_memories
     unseen = sum(1 for v in facts.idf if v == 0)  # terms the user never used
     spread = float(np.std(cosines))
     values.update(

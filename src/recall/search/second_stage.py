@@ -370,7 +370,8 @@ class SecondStage:
         asking = self.asking.logit(query_text, query_vector)  # the intent the verdict weighs
         # a search is never shut by the asking model, and opens where a turn would (decision
         # 0050): a new user's one fact, asked in other words, is found by the search box too
-        gate = self.verdict(match, asking) if intent else max(match, self.verdict(match, asking))
+        turn = self.verdict(match, asking)
+        gate = turn if intent else max(match, turn)
         # ties keep the candidates' order, which the SQL made stable (migration 0023); an id
         # would differ between two databases holding the same memories
         order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))
