@@ -181,27 +181,20 @@ def test_a_changed_weight_fails_the_comparison(all_cases: list[Case]) -> None:
     # the slope moves every score but a case's best (sigmoid of the gate alone), by an amount
     # the tolerance sees unless the others lie so far below the best that their scores have
     # settled at 0.5 (an open gate) to within it
-    assert failed == sum(1 for n, c in enumerate(all_cases) if _slope_shows(stage, n))
+    assert failed == sum(1 for n in range(len(all_cases)) if _slope_shows(stage, moved_stage, n))
 
 
-def _slope_shows(stage: SecondStage, n: int) -> bool:
-    """Whether moving `stage.slope` by a millionth of itself moves one of case `n`'s recorded
-    scores by more than the tolerance (the first-order change of `score_of`; for the shipped
-    stage the cases lie at least a factor 2.5 either side of it)."""
+def _slope_shows(stage: SecondStage, moved: SecondStage, n: int) -> bool:
+    """Whether `moved` (the stage with another slope) scores one of case `n`'s recorded
+    candidates differently beyond the tolerance (`SecondStage.score_of` of both, from the
+    recorded gate and logits; for the shipped stage the cases lie at least a factor 2.5
+    either side of it)."""
     want = GOLDEN["cases"][n]["second_stage"]
-    logits, gate = want["logits"], want["gate"]
-    best = max(logits, default=0.0)
-    for z in logits:
-        x = stage.slope * (z - best)  # the exponent; 0 for the best
-        if gate >= 0.0:
-            score = 0.5 + (1 / (1 + math.exp(-gate)) - 0.5) * math.exp(x)
-            change = (score - 0.5) * abs(x) * 1e-6
-        else:
-            score = 1 / (1 + math.exp(-(gate + x)))
-            change = score * (1 - score) * abs(x) * 1e-6
-        if change > REL * score:
-            return True
-    return False
+    best = max(want["logits"], default=0.0)
+    return any(
+        not close(moved.score_of(want["gate"], z - best), stage.score_of(want["gate"], z - best))
+        for z in want["logits"]
+    )
 
 
 def test_an_order_may_swap_ties_and_nothing_else() -> None:
