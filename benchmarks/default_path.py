@@ -190,9 +190,10 @@ def sampled(own: list[tuple[str, str, Vector]], queries: int) -> list[tuple[str,
 
 async def real_user(
     store: MemoryStore, size: int
-) -> tuple[list[dict[str, Any]], list[tuple[str, Vector, frozenset[str]]]]:
+) -> tuple[list[dict[str, Any]], list[tuple[str, Vector, frozenset[int]]]]:
     """The large user from LongMemEval dev's haystacks (`lme.one_user`, issue 56), with each
-    taken record's question, its vector and the stored texts of its answer sessions."""
+    taken record's question, its vector and its answer sessions' turns as places in the
+    items."""
     records = lme.load()
     table = await lme.vectors(store.embedder, records)
     items, taken = lme.one_user(records, table, size, LARGE)
@@ -248,21 +249,19 @@ async def main() -> None:
         await store.add_turns(items, batch_size=2000)
         started = time.perf_counter()
         own = locomo_asked(corpus, vectors)
-        real: list[tuple[str, Vector, frozenset[str]]] = []
+        placed: list[tuple[str, Vector, frozenset[int]]] = []
         if args.large_from == "longmemeval":
-            large_items, real = await real_user(store, args.size)
-            turns = max(1, args.queries // len(real))  # each question asked that many times
-            large = [(LARGE, text, vector) for _ in range(turns) for text, vector, _a in real]
+            large_items, placed = await real_user(store, args.size)
+            turns = max(1, args.queries // len(placed))  # each question asked that many times
+            large = [(LARGE, text, vector) for _ in range(turns) for text, vector, _a in placed]
         else:
             rng = np.random.default_rng(SEED)
             large_items = list(large_user(corpus, vectors, args.size, rng))
             large = sampled(own, args.queries)
         ids = [str(i) for i in await store.add_turns(large_items, batch_size=5000)]
-        if real:  # each question's answer sessions as the ids their turns were stored under
-            texts = [lme.stored_text(item) for item in large_items]
-            real = [(text, vector, frozenset(i for i, t in zip(ids, texts, strict=True)
-                                             if t in answer))
-                    for text, vector, answer in real]  # fmt: skip
+        # each question's answer sessions as the ids their turns were stored under
+        real = [(text, vector, frozenset(ids[k] for k in answer))
+                for text, vector, answer in placed]  # fmt: skip
         indexed = await store.optimize()
         print(f"large user: {len(large_items)} memories, index {indexed}, "
               f"{time.perf_counter() - started:.0f} s")  # fmt: skip

@@ -152,24 +152,25 @@ def items(record: Record, table: dict[str, np.ndarray]) -> Iterator[dict[str, An
 
 def one_user(
     records: list[Record], table: dict[str, np.ndarray], size: int, user: str
-) -> tuple[list[dict[str, Any]], list[tuple[Record, frozenset[str]]]]:
+) -> tuple[list[dict[str, Any]], list[tuple[Record, frozenset[int]]]]:
     """A user of at most `size` distinct turns from the records' haystacks (issue 56: a real
     large user, not cycled pairs): whole haystacks in the file's order, each turn once (a turn
     another haystack holds too is stored the first time), until the next would not fit. With
-    them, each record taken and the stored texts of its answer sessions' turns (its evidence,
-    by `stored_text`)."""
+    them, each record taken and its answer sessions' turns as places in the items (its
+    evidence)."""
     items: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    taken: list[tuple[Record, frozenset[str]]] = []
+    place: dict[str, int] = {}  # each stored text's place in `items`
+    taken: list[tuple[Record, frozenset[int]]] = []
     for record in records:
-        new = {stored_text(t): t for t in record.turns if stored_text(t) not in seen}
+        texts = [stored_text(t) for t in record.turns]
+        new = {text: t for text, t in zip(texts, record.turns, strict=True) if text not in place}
         if len(items) + len(new) > size:
             break
         for text, turn in new.items():
-            seen.add(text)
+            place[text] = len(items)
             items.append({**turn, "user_id": user, "embedding": table[_key(text)]})
         answer = frozenset(
-            stored_text(t) for t in record.turns
+            place[text] for text, t in zip(texts, record.turns, strict=True)
             if t["metadata"]["session"] in record.answer_sessions
         )  # fmt: skip
         taken.append((record, answer))
