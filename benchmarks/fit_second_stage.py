@@ -87,14 +87,9 @@ from sklearn.preprocessing import StandardScaler
 from recall.config import Settings
 from recall.embeddings.bge import BGE_MODEL_NAME, BgeSmallEmbeddings
 from recall.search.asking import AskingModel
-from recall.search.features import (
-    GATE_FEATURES,
-    RANK_FEATURES,
-    gate_features,
-    query_facts,
-    rank_features,
-)
+from recall.search.features import RANK_FEATURES, query_facts, rank_features
 from recall.search.fusion import default_fusion
+from recall.search.gate_features import GATE_FEATURES, gate_features
 from recall.search.rankers import model_text
 from recall.search.second_stage import KIND, LinearModel, Model, SecondStage
 from recall.search.trees import TreeModel

@@ -221,7 +221,15 @@ class Settings:
         self._take_old_mode()
         # the one check of a mode, the store's: a bad RECALL_MODE fails here with its message
         parse_mode(self.mode, ConfigError, _env("mode"))
-        checks: list[tuple[str, bool, str]] = [
+        for name, ok, message in self._store_checks() + self._other_checks():
+            if not ok:
+                value = getattr(self, name)
+                raise ConfigError(f"{_env(name)}={value!r} is invalid: {message}")
+
+    def _store_checks(self) -> list[tuple[str, bool, str]]:
+        """(setting, valid, what it must be) for the store's settings: searches, writes, the
+        pool and the indexes."""
+        return [
             (
                 "max_memories",
                 _passes(check_limit, self.max_memories),
@@ -262,6 +270,12 @@ class Settings:
                 "must be between 0 and 1 (0: breadth from probes only)",
             ),
             ("hybrid_candidates", 1 <= self.hybrid_candidates <= 1000, "must be 1 to 1000"),
+        ]
+
+    def _other_checks(self) -> list[tuple[str, bool, str]]:
+        """(setting, valid, what it must be) for the rest: memory creation, metrics, the
+        embedded server, logging, the model and retention."""
+        return [
             ("consolidation_chunk_size", self.consolidation_chunk_size >= 1, "must be >= 1"),
             ("dedup_threshold", 0.0 < self.dedup_threshold <= 1.0, "must be in (0, 1]"),
             ("metrics_summary_s", self.metrics_summary_s > 0, "must be > 0"),
@@ -298,10 +312,6 @@ class Settings:
                 "must be >= 1 (leave it unset to keep every memory of a user)",
             ),
         ]
-        for name, ok, message in checks:
-            if not ok:
-                value = getattr(self, name)
-                raise ConfigError(f"{_env(name)}={value!r} is invalid: {message}")
 
     def _take_old_mode(self) -> None:
         """`retrieval_mode` (RECALL_RETRIEVAL_MODE), the deprecated name of `mode`: its value

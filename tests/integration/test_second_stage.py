@@ -14,8 +14,9 @@ import pytest
 from recall.config import Settings
 from recall.errors import InvalidInputError
 from recall.search.asking import AskingModel
-from recall.search.features import GATE_FEATURES, RANK_FEATURES
+from recall.search.features import RANK_FEATURES
 from recall.search.fusion import default_fusion
+from recall.search.gate_features import GATE_FEATURES
 from recall.search.second_stage import LinearModel, SecondStage, second_stage_for
 from recall.store import MemoryStore
 from recall.store.search import SCOPE, SCOPE_FROM

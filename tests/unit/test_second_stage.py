@@ -16,14 +16,8 @@ import pytest
 from recall.errors import ConfigError
 from recall.rows import CandidateRow
 from recall.search.asking import AskingModel
-from recall.search.features import (
-    GATE_FEATURES,
-    RANK_FEATURES,
-    _has_time,
-    gate_features,
-    query_facts,
-    rank_features,
-)
+from recall.search.features import RANK_FEATURES, _has_time, query_facts, rank_features
+from recall.search.gate_features import GATE_FEATURES, gate_features
 from recall.search.rankers import load_model
 from recall.search.second_stage import (
     LinearModel,

@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
 from psycopg import AsyncConnection
 
 from recall.basestore.indexing import IndexSpec, keyword_text
@@ -32,12 +40,12 @@ from recall.db.items import (
     write_items,
 )
 from recall.embeddings import Vector
-from recall.errors import InvalidInputError
+from recall.errors import ConfigError, InvalidInputError
 from recall.rows import StoreItemRow
 from recall.search.fusion import default_fusion
 from recall.search.keywords import keywords_from_text
 
-__all__ = ["Prepared", "is_minutes", "prepare", "run_read", "run_writes"]
+__all__ = ["Prepared", "check_ttl", "is_minutes", "prepare", "run_read", "run_writes"]
 
 
 @dataclass(slots=True)
@@ -52,6 +60,26 @@ class Prepared:
 def is_minutes(value: object) -> bool:
     """A TTL or interval in minutes: a finite number above 0 (not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+_TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
+
+
+def check_ttl(ttl: TTLConfig | None) -> None:
+    """Refuse a `TTLConfig` with keys LangGraph's does not have, or minutes that are not a
+    number above 0.
+
+    Raises:
+        ConfigError: what is wrong with it.
+    """
+    if ttl is None:
+        return
+    if not isinstance(ttl, dict) or set(ttl) - _TTL_KEYS:
+        raise ConfigError(f"ttl must be a TTLConfig with keys from {sorted(_TTL_KEYS)}: {ttl!r}")
+    for name in ("default_ttl", "sweep_interval_minutes"):
+        minutes = ttl.get(name)
+        if minutes is not None and not is_minutes(minutes):
+            raise ConfigError(f"ttl {name} is a number of minutes above 0, not {minutes!r}")
 
 
 def _check_page(what: str, limit: object, offset: object) -> None:

@@ -9,11 +9,11 @@ the threshold (after the write's transaction: before the batch returns when the 
 at most `SYNC_BUILD_MAX` vectors, else in the background), or the first time a search meets it;
 the index over every namespace, which leaves out the namespaces with their own (migration
 0022), the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`).
-Each index is calibrated once built, and again when it has grown by a quarter (`GROWTH`): the
-smallest `hnsw.ef_search` reaching recall@10 0.99 on probes drawn from its own vectors
-(`recall.db.calibration`), which its searches then use; then a share of the searches through it
-is checked against the exact scan in the background, and its breadth follows what those
-questions need (`recall.basestore.questions`, issue 47).
+Each index is calibrated once built, and again when it has grown by a quarter
+(`recall.basestore.breadth`): the smallest `hnsw.ef_search` reaching recall@10 0.99 on probes
+drawn from its own vectors (`recall.db.calibration`), which its searches then use; then a share
+of the searches through it is checked against the exact scan in the background, and its breadth
+follows what those questions need (`recall.basestore.questions`, issue 47).
 The plan is chosen from what this process knows (the finished indexes and their breadths, read
 again every few seconds, and the size of each prefix searched, counted in the background every
 five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
@@ -23,7 +23,8 @@ cosines and falls back to the exact scan whenever its page comes back short.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any, Literal
 
 import psycopg
@@ -31,21 +32,20 @@ import structlog
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
+from recall.basestore.breadth import breadth_of, stale, usable
 from recall.basestore.jobs import Jobs
 from recall.basestore.questions import Tally
 from recall.config import Settings
 from recall.db.calibration import (
-    FLOOR,
     LADDER,
     TARGET,
     calibrate_index,
-    question_found,
-    question_of,
+    question_asked,
     record_breadth,
 )
 from recall.db.items import prefix_size
 from recall.db.rls import as_owner
-from recall.db.sql import fetch_value, run
+from recall.db.sql import fetch_value
 from recall.db.storeindex import (
     EVERY_NAMESPACE,
     Breadth,
@@ -64,24 +64,11 @@ INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
 SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
-GROWTH = 0.25  # an index is calibrated again once it holds this share more than when last done
 REPEAT_GROWTH = 0.05  # a calibration is repeated when the index grew this much while it ran
-# How wide a search looks through an index not (yet) calibrated, or grown since (then at least
-# its calibrated breadth), by the vectors the index holds: at least
-# MIN_BREADTH, one more per VECTORS_PER_EF vectors, at most MAX_BREADTH (pgvector's limit).
-# Measured on benchmarks/basestore.py's clustered vectors (docs/benchmarks.md): ef_search 100
-# left recall@10 at 0.989 for namespaces of 1,000-9,999 vectors, 0.958 at 20,000, 0.823 at
-# 50,000 and 0.814 for 170,000 under one prefix; 200, 400, 1,000 and 1,000 give 1.00, 0.998,
-# 0.998 and 1.00. An index larger than LARGEST_MEASURED is not used (the exact scan answers):
-# no recall was measured there, and the breadth cannot grow past 1,000.
-MIN_BREADTH = 200
 # A namespace that a batch takes past the threshold gets its index before the batch returns when
 # it holds at most this many vectors (issue 38: no cold window after a bulk load); larger ones
 # are built in the background. See docs/basestore.md for what such a build costs.
 SYNC_BUILD_MAX = 5_000
-VECTORS_PER_EF = 50
-MAX_BREADTH = 1000
-LARGEST_MEASURED = 170_000
 
 
 class IndexPlanner:
@@ -105,6 +92,8 @@ class IndexPlanner:
         self._sizes: dict[str, tuple[int, float]] = {}
         self._own: dict[str, int] = {}  # namespaces' vectors: counted, plus written since
         self._grown: dict[tuple[str, int], int] = {}  # vectors written into an index since
+        # counts and builds go one at a time (once per key), on one pooled connection, never
+        # crowding out the searches
         self._jobs = Jobs("recall-store-indexing")
         self.sample = settings.store_breadth_sample
         self._tallies: dict[tuple[str, int], Tally] = {}
@@ -119,13 +108,7 @@ class IndexPlanner:
             for ns, dims in self._indexes.names:
                 # a queued or running build calibrates the index itself when it ends
                 if self._stale(ns, dims) and not self._jobs.queued(f"build:{dims}:{ns}"):
-                    self._spawn_calibration(ns, dims)
-
-    def _spawn_calibration(self, ns: str, dims: int) -> None:
-        self._spawn(f"calibrate:{dims}:{ns}", lambda: self._calibrate(ns, dims))
-
-    def _spawn_count(self, ns: str, dims: int) -> None:
-        self._spawn(f"own:{dims}:{ns}", lambda: self._count_own(ns, dims))
+                    self._jobs.spawn(f"calibrate:{dims}:{ns}", partial(self._calibrate, ns, dims))
 
     async def refresh_now(self) -> None:
         """Read the finished indexes again now (for a caller that changed them)."""
@@ -173,15 +156,7 @@ class IndexPlanner:
         return frozenset(ns for ns, d in self._indexes.names if d == dims and ns != EVERY_NAMESPACE)
 
     def _usable(self, ns: str, dims: int) -> bool:
-        """A calibrated index that reached the floor, or whose breadth is under the widest; one
-        not calibrated, or grown since (its search then looks as wide as decision 0023's
-        rule), within the sizes decision 0023 measured."""
-        calibrated = self._indexes.breadths.get((ns, dims))
-        if calibrated is not None and not self._stale(ns, dims):
-            # under the floor only at the widest breadth: a breadth its questions widened to
-            # (recall measured there still short) is used, and checked on
-            return calibrated.recall >= FLOOR or calibrated.ef_search < LADDER[-1]
-        return self._vectors(ns, dims) <= LARGEST_MEASURED
+        return usable(self._indexes.breadths.get((ns, dims)), self._vectors(ns, dims))
 
     def _vectors(self, ns: str, dims: int) -> int:
         """What the index holds, as far as this process knows: its estimate (a vacuum's
@@ -192,38 +167,26 @@ class IndexPlanner:
         return max(self._indexes.sizes.get((ns, dims), 0), grown)
 
     def _stale(self, ns: str, dims: int) -> bool:
-        calibrated = self._indexes.breadths.get((ns, dims))
-        if calibrated is None:
-            return True
-        return self._vectors(ns, dims) > calibrated.vectors * (1 + GROWTH)
+        return stale(self._indexes.breadths.get((ns, dims)), self._vectors(ns, dims))
 
     def breadth(self, prefix: str, dims: int, through: Through) -> int:
-        """How wide a search through `through` looks (hnsw.ef_search): the index's calibrated
-        breadth; not calibrated, or grown by `GROWTH` since (until calibrated again): the
-        rule of decision 0023 (`hnsw_ef_search`, at least MIN_BREADTH, one more per
-        VECTORS_PER_EF vectors), at least the breadth calibrated before. Through the index over
-        every namespace, that index's own: each own index scanned beside it looks as wide as
-        its own (`scans`)."""
+        """How wide a search through `through` looks (hnsw.ef_search): the index's
+        (`recall.basestore.breadth.breadth_of`). Through the index over every namespace, that
+        index's own: each own index scanned beside it looks as wide as its own (`scans`)."""
         return self._breadth(prefix if through == "namespace" else EVERY_NAMESPACE, dims)
 
     def _breadth(self, ns: str, dims: int) -> int:
         calibrated = self._indexes.breadths.get((ns, dims))
-        if calibrated is not None and not self._stale(ns, dims):
-            return calibrated.ef_search
-        size = self._vectors(ns, dims)
-        rule = min(MAX_BREADTH, max(self.ef_search, MIN_BREADTH, -(-size // VECTORS_PER_EF)))
-        return max(rule, calibrated.ef_search if calibrated is not None else 0)
+        return breadth_of(calibrated, self._vectors(ns, dims), self.ef_search)
 
     async def written(self, counts: Mapping[str, int], dims: int) -> None:
-        """Note the vectors a committed batch wrote, by namespace. A namespace without an
-        index that this batch may have taken past the threshold (it wrote the threshold or
-        more, or this process's count plus what it wrote reaches it) is counted now, and when
-        it is there and holds at most `SYNC_BUILD_MAX` vectors its index is built before this
-        returns (seconds), so the searches that follow a bulk load, and the rest of the load,
-        go through it; a larger one is built in the background at once. A namespace this
-        process has not counted, written a little, is counted in the background (up to the
-        threshold). An indexed one adds to its growth since its calibration. Never raises: the
-        batch has committed, and a failed build is logged and left to the background."""
+        """Note the vectors a committed batch wrote, by namespace. A namespace without an index
+        that the batch may have taken past the threshold is counted now; there, one holding at
+        most `SYNC_BUILD_MAX` vectors gets its index before this returns (seconds: the searches
+        and writes after a bulk load go through it), a larger one in the background at once. One
+        not counted yet, written a little, is counted in the background; an indexed one adds to
+        its growth since its calibration. Never raises: the batch has committed, and a failed
+        build is logged and left to the background."""
         for ns, count in counts.items():
             if (ns, dims) in self._indexes.names:
                 self._grown[(ns, dims)] = self._grown.get((ns, dims), 0) + count
@@ -237,7 +200,7 @@ class IndexPlanner:
             if known is not None or count >= self.threshold:
                 await self._build_now(ns, dims)
             else:
-                self._spawn_count(ns, dims)
+                self._jobs.spawn(f"own:{dims}:{ns}", partial(self._count_own, ns, dims))
 
     async def _build_now(self, ns: str, dims: int) -> None:
         """Count `ns` (up to one past `SYNC_BUILD_MAX`) and, at the threshold, build its index
@@ -259,7 +222,7 @@ class IndexPlanner:
                         wait=False, analyze=True,
                     )  # fmt: skip
                 if built is None:  # too large to wait for, or another build runs
-                    self._spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
+                    self._jobs.spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
                     return
                 log.info("store.index.built_on_write", vectors=own)
                 await self.refresh(conn, force=True)  # which queues its calibration
@@ -278,7 +241,7 @@ class IndexPlanner:
             return
         self._own[ns] = own
         if own >= self.threshold and (ns, dims) not in self._indexes.names:
-            self._spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
+            self._jobs.spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
 
     def asked(self, prefix: str, dims: int, through: Through, vector: Any) -> None:
         """Note a semantic search that went through an index: a share of them
@@ -293,7 +256,7 @@ class IndexPlanner:
         asked = self._asked.get((ns, dims), 0) + 1
         self._asked[(ns, dims)] = asked
         if asked % max(1, round(1 / self.sample)) == 0:
-            self._spawn(f"question:{dims}:{ns}", lambda: self._check(ns, dims, vector))
+            self._jobs.spawn(f"question:{dims}:{ns}", lambda: self._check(ns, dims, vector))
 
     def tally(self, ns: str, dims: int) -> Tally:
         """The questions index (`ns`, `dims`) was checked on since its last calibration."""
@@ -307,14 +270,11 @@ class IndexPlanner:
         breadths = [b for b in LADDER if b <= current] + wider
         try:
             async with self._pool.connection() as conn, as_owner(conn):
-                async with conn.transaction():  # the exact and indexed scans in one snapshot
-                    await run(conn, "repeatable_read")
-                    question = await question_of(conn, ns, dims, vector)
-                    if question is None:
-                        return
-                    found = await question_found(conn, ns, dims, question, breadths)
+                asked = await question_asked(conn, ns, dims, vector, breadths)
+                if asked is None:
+                    return
                 tally = self.tally(ns, dims)
-                tally.add(found, question.want)
+                tally.add(*asked)
                 chosen = tally.decide(current, LADDER, TARGET)
                 calibrated = self._indexes.breadths.get((ns, dims))
                 if chosen is None or calibrated is None:
@@ -339,18 +299,13 @@ class IndexPlanner:
         size is unknown or old, and build the index it deserves."""
         known = self._sizes.get(prefix)
         if known is None or time.monotonic() - known[1] >= SIZES_TTL_S:
-            self._spawn(f"size:{dims}:{prefix}", lambda: self._size(prefix, dims))
+            self._jobs.spawn(f"size:{dims}:{prefix}", lambda: self._size(prefix, dims))
 
     def _size_cap(self) -> int:
         """How far a prefix is counted: as far as the thresholds and the wide plan's share
         need to know."""
         share = -(-self._indexes.vectors // WIDE_SHARE)
         return max(self.threshold, self.wide, share)
-
-    def _spawn(self, key: str, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Queue `work` (once per `key`) for the one background runner (`Jobs`): counts and
-        builds go one at a time, on one pooled connection, never crowding out the searches."""
-        self._jobs.spawn(key, work)
 
     async def _size(self, prefix: str, dims: int) -> None:
         try:
@@ -368,9 +323,9 @@ class IndexPlanner:
             self._sizes.clear()
         self._sizes[prefix] = (size, time.monotonic())
         if own >= self.threshold:
-            self._spawn(f"build:{dims}:{prefix}", lambda: self._build(prefix, dims))
+            self._jobs.spawn(f"build:{dims}:{prefix}", lambda: self._build(prefix, dims))
         elif size >= self.wide and (EVERY_NAMESPACE, dims) not in self._indexes.names:
-            self._spawn(f"build:{dims}:", lambda: self._build(EVERY_NAMESPACE, dims))
+            self._jobs.spawn(f"build:{dims}:", lambda: self._build(EVERY_NAMESPACE, dims))
 
     async def _build(self, ns: str, dims: int) -> None:
         try:
@@ -407,7 +362,9 @@ class IndexPlanner:
                 # snapshot could not see, which crowd its scans, and the breadth came out too
                 # wide (1,000 for 42,000 vectors in one load); measured again once this ends
                 log.info("store.index.calibration_repeated", vectors=breadth.vectors, after=after)
-                self._spawn(f"calibrate:{dims}:{ns}:{after}", lambda: self._calibrate(ns, dims))
+                self._jobs.spawn(
+                    f"calibrate:{dims}:{ns}:{after}", partial(self._calibrate, ns, dims)
+                )
         return breadth
 
     async def build_due(self, dims: int, *, every: bool) -> list[str]:

@@ -30,7 +30,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from recall.basestore.indexing import IndexSpec, resolve_index
 from recall.basestore.namespaces import split, validate_op
-from recall.basestore.operations import Prepared, is_minutes, prepare, run_read, run_writes
+from recall.basestore.operations import Prepared, check_ttl, prepare, run_read, run_writes
 from recall.basestore.planning import IndexPlanner
 from recall.config import RetrievalMode, Settings, parse_mode, process_settings
 from recall.db.items import sweep_items
@@ -326,20 +326,6 @@ def _vectors_written(prepared: Prepared) -> dict[str, int]:
     return counts
 
 
-_TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes", "omit_expired"}
-
-
-def _check_ttl(ttl: TTLConfig | None) -> None:
-    if ttl is None:
-        return
-    if not isinstance(ttl, dict) or set(ttl) - _TTL_KEYS:
-        raise ConfigError(f"ttl must be a TTLConfig with keys from {sorted(_TTL_KEYS)}: {ttl!r}")
-    for name in ("default_ttl", "sweep_interval_minutes"):
-        minutes = ttl.get(name)
-        if minutes is not None and not is_minutes(minutes):
-            raise ConfigError(f"ttl {name} is a number of minutes above 0, not {minutes!r}")
-
-
 class RecallStoreConnector:
     """What `RecallStore.connect()` returns: use it with `async with`."""
 
@@ -371,7 +357,7 @@ class RecallStoreConnector:
             EmbeddingError: the model failed when asked for its dimension.
         """
         mode = parse_mode(self._mode)
-        _check_ttl(self._ttl)
+        check_ttl(self._ttl)
         settings = self._settings or process_settings()
         if self._database_url is not None:
             settings = dataclasses.replace(settings, database_url=self._database_url)

@@ -35,6 +35,7 @@ __all__ = [
     "TARGET",
     "Question",
     "calibrate_index",
+    "question_asked",
     "question_found",
     "question_of",
     "record_breadth",
@@ -150,6 +151,20 @@ async def question_found(
             await run(conn, "store_search_knobs", {"ef_search": ef_search})
             found[ef_search] = await _hits(conn, statement, question)
     return found
+
+
+async def question_asked(
+    conn: AsyncConnection[Any], ns: str, dims: int, vector: Any, breadths: list[int]
+) -> tuple[dict[int, int], int] | None:
+    """`vector` asked of index (`ns`, `dims`) at each of `breadths`, the exact and indexed scans
+    in one snapshot: how many of its exact nearest each breadth finds (`question_found`) and
+    how many it wants. None: the index holds nothing."""
+    async with conn.transaction():
+        await run(conn, "repeatable_read")
+        question = await question_of(conn, ns, dims, vector)
+        if question is None:
+            return None
+        return await question_found(conn, ns, dims, question, breadths), question.want
 
 
 async def _recall(

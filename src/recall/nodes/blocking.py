@@ -89,6 +89,38 @@ def is_portal(loop: asyncio.AbstractEventLoop) -> bool:
     return loop is _loop
 
 
+def _check_loop(target: asyncio.AbstractEventLoop, given: asyncio.AbstractEventLoop | None) -> None:
+    """Refuse a call `target` cannot serve: the caller's own running loop, or a `given` loop
+    that is not running."""
+    try:
+        current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        current = None
+    if target is current:
+        raise StoreError(
+            "a sync call was made from the event loop its store runs on; use the async API "
+            "(ainvoke, astream) there"
+        )
+    if given is not None and (given.is_closed() or not given.is_running()):
+        raise StoreError(
+            "the store was opened on an event loop that is not running; in a sync graph give "
+            "the node no store (the process-wide one) or a store opened with "
+            "recall.nodes.blocking.run_blocking(MemoryStore.connect(...).open)"
+        )
+
+
+def _taken(done: Future[Any]) -> None:
+    """Wait up to `ANSWER_S` for a loop other than recall's own to start the work (`done`
+    running); else cancel it, so that loop never runs it, and refuse."""
+    wait([done], timeout=ANSWER_S)
+    if done.cancel():  # still pending: the loop has not taken it, and now never runs it
+        raise StoreError(
+            "the store's event loop did not take the call: its thread is busy, perhaps in "
+            "this very invoke; call the async API (ainvoke, astream) from code running on "
+            "that loop"
+        )
+
+
 def run_blocking(
     work: Callable[[], Coroutine[Any, Any, T]],
     *,
@@ -109,21 +141,7 @@ def run_blocking(
         Whatever `work()` raised.
     """
     target = loop or portal_loop()
-    try:
-        current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        current = None
-    if target is current:
-        raise StoreError(
-            "a sync call was made from the event loop its store runs on; use the async API "
-            "(ainvoke, astream) there"
-        )
-    if loop is not None and (loop.is_closed() or not loop.is_running()):
-        raise StoreError(
-            "the store was opened on an event loop that is not running; in a sync graph give "
-            "the node no store (the process-wide one) or a store opened with "
-            "recall.nodes.blocking.run_blocking(MemoryStore.connect(...).open)"
-        )
+    _check_loop(target, loop)
     context = contextvars.copy_context()
     done: Future[T] = Future()
     task: asyncio.Task[T] | None = None
@@ -150,13 +168,7 @@ def run_blocking(
 
     target.call_soon_threadsafe(begin)
     if loop is not None:
-        wait([done], timeout=ANSWER_S)
-        if done.cancel():  # still pending: the loop has not taken it, and now never runs it
-            raise StoreError(
-                "the store's event loop did not take the call: its thread is busy, perhaps in "
-                "this very invoke; call the async API (ainvoke, astream) from code running on "
-                "that loop"
-            )
+        _taken(done)
     try:
         return done.result(timeout_s)
     except TimeoutError:
