@@ -11,12 +11,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from langgraph.store.base import IndexConfig, PutOp
+from langgraph.store.base import IndexConfig, PutOp, SearchOp
 from structlog.testing import capture_logs
 
 from recall import RecallStore
 from recall.basestore import planning
 from recall.config import Settings
+from recall.db import items as items_module
 from recall.db.calibration import calibrate_index, record_breadth
 from recall.db.pool import connect_once
 from recall.db.sql import run as run_sql
@@ -302,3 +303,42 @@ async def test_a_calibration_that_saw_its_index_grow_is_repeated(
         repeats = [e["after"] for e in logs if e["event"] == "store.index.calibration_repeated"]
         assert repeats == [80]
         assert seen == [80, 80]  # measured again, and not a third time
+
+
+async def test_a_read_batch_scans_at_its_connections_breadth_set_only_when_it_changes(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: a batch of reads searches through a namespace's index with the connection's
+    own knobs, sent beside the search only when the breadth changes, in no transaction; a
+    batch with a put keeps its search's knobs to its transaction, and the connection's own
+    knobs stay what the reads left."""
+    sent: list[tuple[str, int]] = []
+
+    async def watched(conn: Any, name: str, params: Any = None) -> int:
+        if name in ("store_session_knobs", "store_search_knobs"):
+            sent.append((name, params["ef_search"]))
+        return await run_sql(conn, name, params)
+
+    async for store in _open(url, store_index_threshold=60, connection_pool_size=1):
+        await store.abatch([PutOp(("kb",), f"k{i}", {"text": f"fact {i}"}) for i in range(80)])
+        await store.wait_for_index_builds()
+        await store.asearch(("kb",), query="fact 3", limit=5)  # the planner reads its indexes
+        await store.wait_for_index_builds()
+        await store._planner.refresh_now()
+        assert store._planner.through("kb", DIMS) == "namespace"
+        breadth = store._planner.breadth("kb", DIMS, "namespace")
+        items_module._SESSION_BREADTH.clear()  # as for connections this process never set
+        monkeypatch.setattr("recall.db.items.run", watched)
+        for q in ("fact 1", "fact 2", "fact 3"):
+            assert len(await store.asearch(("kb",), query=q, limit=5)) == 5
+        assert sent == [("store_session_knobs", breadth)]
+        sent.clear()
+        await store.abatch(
+            [PutOp(("kb",), "new", {"text": "fact new"}), SearchOp(("kb",), query="fact 4")]
+        )
+        assert sent == [("store_search_knobs", breadth)]
+        async with store._pool.connection() as conn:
+            cur = await conn.execute(
+                b"SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan')"
+            )
+            assert await cur.fetchone() == (str(breadth), "relaxed_order")

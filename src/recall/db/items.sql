@@ -230,6 +230,13 @@ v.own_index AND v.ns IN (
     WHERE x.dims = {dims} AND {xscope} AND x.ns <> ALL(%(scanned)s::text[])
 )
 
+-- name: store_session_knobs
+-- store_search_knobs for the session: what a read outside a transaction scans with, set on a
+-- pooled connection when its breadth changes (recall.db.items). Nothing on RecallStore's pool
+-- relies on pgvector's defaults: its other scans set their own knobs for their transaction.
+SELECT set_config('hnsw.ef_search', %(ef_search)s::text, false),
+       set_config('hnsw.iterative_scan', 'relaxed_order', false)
+
 -- name: store_search_knobs
 -- for the rest of the transaction: how far an HNSW scan looks, and that it goes on past that
 -- (in roughly nearest-first order) while the filter or the prefix rejects what it finds
