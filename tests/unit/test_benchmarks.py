@@ -797,3 +797,20 @@ def test_the_time_probes_memories_are_from_when_their_questions_say(day: str, ho
             assert window is not None, q["text"]
             inside = [i for i, m in enumerate(moments) if window.holds(m)]
             assert inside == [q["memory"]], (q["text"], moments, window)
+
+
+def test_a_p95_ratio_is_paired_and_its_interval_moves_with_the_questions() -> None:
+    """`percentile_ratio` (issue 56): two stores taking the same times have 1.0 and no spread;
+    twice the times, 2.0 whatever questions are drawn; a store slower on one question only has
+    an interval that holds both what it is with that question and without it."""
+    from harness.bootstrap import percentile_ratio
+
+    rng = np.random.default_rng(1)
+    theirs = list(rng.uniform(1.0, 3.0, 300))
+    questions = [n % 100 for n in range(300)]
+    assert percentile_ratio(theirs, theirs, questions) == (1.0, 1.0, 1.0)
+    ratio, lo, hi = percentile_ratio([2 * t for t in theirs], theirs, questions)
+    assert (round(ratio, 9), round(lo, 9), round(hi, 9)) == (2.0, 2.0, 2.0)
+    slow = [t + (30.0 if q == 7 else 0.0) for t, q in zip(theirs, questions, strict=True)]
+    ratio, lo, hi = percentile_ratio(slow, theirs, questions)
+    assert lo <= 1.0 < ratio <= hi
