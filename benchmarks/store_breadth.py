@@ -244,8 +244,8 @@ async def main() -> None:
             # taken out again: a kept database holds the items it was loaded with
             for store in (ours, peer):
                 await store.abatch([PutOp(largest, t, None) for t in texts])
-    held_n = len(held_q)
-    curves = [row for ns, pts in points.items() for row in curve_rows(ns, pts, held_n)]
+    asked_of = {ns: sum(q.namespace == j for q in held) for j, ns in enumerate(items.namespaces)}
+    curves = [row for ns, pts in points.items() for row in curve_rows(ns, pts, asked_of[ns])]
     checks = sum(t.questions for t in tallies.values())
     command = (
         f"python benchmarks/store_breadth.py --sizes {args.sizes} --fit {args.fit} --breadths "

@@ -71,7 +71,7 @@ class Memory:
             (keyword) or, in the default mode, the second stage's gated score 0-1
             (docs/retrieval.md); None where there was no query.
         explanation: with `search(..., explain=True)` in the default mode, the parts of the
-            score by feature (`recall.search.second_stage.Explanation.as_dict`); else None.
+            score by feature (`recall.search.scored.Explanation.as_dict`); else None.
     """
 
     id: str

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from langgraph.store.base import IndexConfig, PutOp, SearchOp
+from psycopg import sql
 from structlog.testing import capture_logs
 
 from recall import RecallStore
@@ -22,6 +23,7 @@ from recall.db.calibration import calibrate_index, record_breadth
 from recall.db.pool import connect_once
 from recall.db.sql import run as run_sql
 from recall.db.storeindex import Breadth
+from recall.errors import StoreError
 from tests.conftest import Databases
 
 DIMS = 32
@@ -342,3 +344,47 @@ async def test_a_read_batch_scans_at_its_connections_breadth_set_only_when_it_ch
                 b"SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan')"
             )
             assert await cur.fetchone() == (str(breadth), "relaxed_order")
+
+
+def _failing(real: Any) -> Any:
+    """`indexed_statements` whose one-breadth statement fails in the server."""
+
+    def broken(plan: Any, dims: int) -> Any:
+        return dataclasses.replace(
+            real(plan, dims),
+            single=sql.SQL("SELECT no_such_column FROM recall.store_items").format(),
+        )
+
+    return broken
+
+
+async def test_a_read_batch_whose_search_fails_sets_its_knobs_again_next_time(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: a failed pipeline undoes the session knobs it set, so the connection's
+    breadth is forgotten and the next search sends them again (the same connection)."""
+    sent: list[str] = []
+
+    async def watched(conn: Any, name: str, params: Any = None) -> int:
+        if name in ("store_session_knobs", "store_search_knobs"):
+            sent.append(name)
+        return await run_sql(conn, name, params)
+
+    async for store in _open(url, store_index_threshold=60, connection_pool_size=1):
+        await store.abatch([PutOp(("kb",), f"k{i}", {"text": f"fact {i}"}) for i in range(80)])
+        await store.wait_for_index_builds()
+        await store.asearch(("kb",), query="fact 3", limit=5)
+        await store.wait_for_index_builds()
+        await store._planner.refresh_now()
+        assert store._planner.through("kb", DIMS) == "namespace"
+        items_module._SESSION_BREADTH.clear()
+        monkeypatch.setattr("recall.db.items.run", watched)
+        real = items_module.indexed_statements
+        monkeypatch.setattr(items_module, "indexed_statements", _failing(real))
+        with pytest.raises(StoreError):
+            await store.asearch(("kb",), query="fact 1", limit=5)
+        assert sent == ["store_session_knobs"]
+        assert not items_module._SESSION_BREADTH
+        monkeypatch.setattr(items_module, "indexed_statements", real)
+        assert len(await store.asearch(("kb",), query="fact 2", limit=5)) == 5
+        assert sent == ["store_session_knobs", "store_session_knobs"]

@@ -56,7 +56,8 @@ class RecallStore(BaseStore):
     worker thread, and raise if called on the store's own event loop, where they would block it.
 
     Args:
-        pool: an open pool of the project's connections (`recall.db.pool.open_pool`).
+        pool: an open pool of the project's connections (`recall.db.pool.open_pool`), the
+            store's own: its searches leave their HNSW knobs on the connections.
         index: the resolved index (None: nothing is embedded, queries rank nothing).
         ttl: LangGraph's `TTLConfig` (None: items never expire unless a put says so).
         mode: how a query ranks: "semantic" (cosine, the default: an item is any JSON, and

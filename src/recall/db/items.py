@@ -315,9 +315,12 @@ async def _search_indexed(
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
     # the index's predicate (ns, dims) is in each statement's text as constants, so even a
     # generic plan proves it: prepared, a statement is planned once per index and connection
-    if len(breadths) == 1 and conn.info.transaction_status == TransactionStatus.IDLE:
-        # a batch of reads: the connection's own knobs, sent with the search only when they
-        # change, and no transaction around it (issue 56: a quarter to half a millisecond)
+    idle = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
+    if len(breadths) == 1 and idle:
+        # a batch of reads on the store's own (autocommit) pool: the connection's own knobs,
+        # sent with the search only when they change, and no transaction around it (issue 56:
+        # a quarter to half a millisecond). A pool that is not autocommit would open a
+        # transaction here whose rollback undoes them: it takes the path below.
         ef_search = breadths.pop()
         try:
             async with conn.pipeline():

@@ -232,8 +232,9 @@ v.own_index AND v.ns IN (
 
 -- name: store_session_knobs
 -- store_search_knobs for the session: what a read outside a transaction scans with, set on a
--- pooled connection when its breadth changes (recall.db.items). Nothing on RecallStore's pool
--- relies on pgvector's defaults: its other scans set their own knobs for their transaction.
+-- pooled connection when its breadth changes (recall.db.items). Nothing on the pool RecallStore
+-- opens relies on pgvector's defaults: its other scans set their own knobs for their
+-- transaction (a pool given to RecallStore(pool) is its own, as open_pool makes it).
 SELECT set_config('hnsw.ef_search', %(ef_search)s::text, false),
        set_config('hnsw.iterative_scan', 'relaxed_order', false)
 
