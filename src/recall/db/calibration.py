@@ -33,11 +33,8 @@ __all__ = [
     "FLOOR",
     "LADDER",
     "TARGET",
-    "Question",
     "calibrate_index",
     "question_asked",
-    "question_found",
-    "question_of",
     "record_breadth",
 ]
 
