@@ -103,14 +103,11 @@ def create_retrieve_memories_node(
 
     Args:
         store: a store, an async callable returning one, or None for the process-wide store.
-        limit: memories returned at most; None: the serving store's `Settings.max_memories`
-            (3).
-        similarity_threshold: the floor; None: the serving store's
-            `Settings.similarity_threshold` (0.5). It applies to the cosine in semantic mode,
-            to the gated score in hybrid mode, and not at all in keyword mode.
-        mode: "semantic", "keyword" or "hybrid"; None: the serving store's
-            `Settings.mode` ("hybrid"). The store decides what the caller left out,
-            so a store opened with its own `Settings` is not overridden by the environment.
+        limit: memories returned at most; None: the serving store's `Settings.max_memories` (3).
+        similarity_threshold: the floor (None: the store's, 0.5): on the cosine in semantic
+            mode, on the gated score in hybrid mode, not at all in keyword mode.
+        mode: "semantic", "keyword" or "hybrid"; None: the serving store's `Settings.mode`
+            ("hybrid"): what the caller left out, the store decides, not the environment.
         search_timeout_ms: give up after this long; `Settings.search_timeout_ms` when None.
         reranker: a second stage, e.g. `ChatModelReranker(model)`.
         enable_vector_search: stage 1 searches (True) or takes the user's most recent
@@ -119,49 +116,34 @@ def create_retrieve_memories_node(
             reranker is given. On a re-ranker error or timeout the stage-1 order is kept.
         vector_search_top_k: stage-1 candidates handed to the re-ranker (25).
         rerank_timeout_ms: the re-ranker's own time limit.
-        settings: the node's own settings (its timeout, logging and metrics switches);
-            `process_settings()` when None. Limit, threshold and mode come from the store.
-        metrics: where each retrieval is recorded; the process-wide `recall.metrics.METRICS`
-            when None (docs/operations.md).
+        settings: the node's own (timeout, logging, metrics); `process_settings()` when None.
+        metrics: where each retrieval is recorded; None: `recall.metrics.METRICS`.
 
     Returns:
         A node `(state, config) -> {"retrieved_memories": [...]}`, run by `invoke` or
-        `ainvoke` (and awaitable as `await node(state, config)`). It never raises:
-        no user, no HumanMessage, bad state, a database or model failure and a timeout all
-        return an empty list (and are logged). A retrieval that finds the default model not
-        yet loaded waits for it (up to `COLD_START_TIMEOUT_S`) before its search timeout
-        starts, and logs `memory.retrieve.cold_start`: a cold start is slow, never silently
-        empty.
+        `ainvoke` (and awaitable as `await node(state, config)`). It never raises: no user,
+        no HumanMessage, bad state, a database or model failure and a timeout all return an
+        empty list (and are logged). A retrieval that finds the default model not yet loaded
+        waits for it (up to `COLD_START_TIMEOUT_S`) before its search timeout starts, and logs
+        `memory.retrieve.cold_start`: a cold start is slow, never silently empty.
     """
     rerank_on = (reranker is not None) if enable_rerank is None else enable_rerank
     if rerank_on and reranker is None:
         raise ValueError("enable_rerank=True needs a reranker")
     cfg = settings or process_settings()
-    how = Retrieval(
-        provider=provider_for(store),
-        settings=cfg,
-        metrics=metrics if metrics is not None else METRICS,
-        limit=limit,
-        similarity_threshold=similarity_threshold,
-        mode=mode,
-        timeout_ms=search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms,
-        reranker=reranker if rerank_on else None,
-        vector_search=enable_vector_search,
-        top_k=vector_search_top_k,
-        rerank_timeout_ms=rerank_timeout_ms,
-    )
+    timeout_ms = search_timeout_ms if search_timeout_ms is not None else cfg.search_timeout_ms
+    how = Retrieval(provider=provider_for(store), settings=cfg,
+                    metrics=metrics if metrics is not None else METRICS, limit=limit,
+                    similarity_threshold=similarity_threshold, mode=mode, timeout_ms=timeout_ms,
+                    reranker=reranker if rerank_on else None, vector_search=enable_vector_search,
+                    top_k=vector_search_top_k, rerank_timeout_ms=rerank_timeout_ms)  # fmt: skip
 
     async def retrieve_memories(state: Any, config: RunnableConfig) -> dict[str, Any]:
         """Retrieve the user's memories most relevant to their latest message."""
         return await retrieve_node(how, state, config)
 
-    return MemoryNode(
-        retrieve_memories,
-        name="retrieve_memories",
-        fallback=EMPTY,
-        home=home_loop(how.provider),
-        event="memory.retrieve.error",
-    )
+    return MemoryNode(retrieve_memories, name="retrieve_memories", fallback=EMPTY,
+                      home=home_loop(how.provider), event="memory.retrieve.error")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,13 @@ log = structlog.stdlib.get_logger(__name__)
 FAILED = "Memory search failed; try again later."
 """What the tool answers when the search failed (logged)."""
 
+DESCRIPTION = (
+    "Search your long-term memory of this user: past conversations and notes. Use it "
+    "when the user refers to something from before, or when facts about them would "
+    "help. Returns the best matches with their date."
+)
+"""What the model reads of the tool."""
+
 
 def create_memory_search_tool(
     store: MemoryStore | StoreProvider | None = None,
@@ -47,6 +54,10 @@ def create_memory_search_tool(
     provider = provider_for(store)
     home = home_loop(provider)
 
+    async def search(query: str, max_results: int, user_id: str | None) -> str:
+        count = max(1, min(int(max_results), max_results_cap))
+        return await _search(provider, mode, query, count, user_id)
+
     async def memory_search(query: str, max_results: int = 10, *, config: RunnableConfig) -> str:
         return await search(query, max_results, user_id_of(config, _run_context()))
 
@@ -59,40 +70,37 @@ def create_memory_search_tool(
             loop=home,
         )
 
-    async def search(query: str, max_results: int, user_id: str | None) -> str:
-        started = time.perf_counter()
-        if user_id is None:
-            return "Memory search is unavailable: no authenticated user."
-        count = max(1, min(int(max_results), max_results_cap))
-        try:
-            # a search the agent asked for: asking is given, the gate reads no intent
-            result = await (await provider()).find(
-                user_id, query, limit=count, similarity_threshold=0.0, mode=mode, intent=False
-            )
-            found = result.memories
-        except Exception as exc:
-            log.error("memory.tool.error", kind=type(exc).__name__, error=str(exc))
-            return FAILED
-        log.info(
-            "memory.tool.done",
-            count=len(found),
-            mode=result.mode,
-            latency_ms=round((time.perf_counter() - started) * 1000, 2),
-        )
-        if not found:
-            return f"No memories found for {query!r}."
-        return "\n\n".join(format_memory(i, m) for i, m in enumerate(found, start=1))
-
     return StructuredTool.from_function(
-        func=memory_search_sync,
-        coroutine=memory_search,
-        name="memory_search",
-        description=(
-            "Search your long-term memory of this user: past conversations and notes. Use it "
-            "when the user refers to something from before, or when facts about them would "
-            "help. Returns the best matches with their date."
-        ),
+        func=memory_search_sync, coroutine=memory_search, name="memory_search",
+        description=DESCRIPTION,
+    )  # fmt: skip
+
+
+async def _search(
+    provider: StoreProvider, mode: RetrievalMode | None, query: str, count: int, user_id: str | None
+) -> str:
+    """The tool's answer: the user's best `count` memories for `query`, formatted."""
+    started = time.perf_counter()
+    if user_id is None:
+        return "Memory search is unavailable: no authenticated user."
+    try:
+        # a search the agent asked for: asking is given, the gate reads no intent
+        result = await (await provider()).find(
+            user_id, query, limit=count, similarity_threshold=0.0, mode=mode, intent=False
+        )
+        found = result.memories
+    except Exception as exc:
+        log.error("memory.tool.error", kind=type(exc).__name__, error=str(exc))
+        return FAILED
+    log.info(
+        "memory.tool.done",
+        count=len(found),
+        mode=result.mode,
+        latency_ms=round((time.perf_counter() - started) * 1000, 2),
     )
+    if not found:
+        return f"No memories found for {query!r}."
+    return "\n\n".join(format_memory(i, m) for i, m in enumerate(found, start=1))
 
 
 def _run_context() -> object:

@@ -108,27 +108,22 @@ class Bulk:
     ) -> list[str]:
         """Bulk-store turns (dicts with `add_turn`'s argument names); return their ids in order.
 
-        Each batch is embedded in model batches and written with one binary COPY in one
-        transaction, so a batch is stored whole or not at all, and re-running an import stores
-        nothing twice. A dict may carry a precomputed `embedding` (a sequence of floats), and
-        the `id` its memory had (a line of `recall export`): a new memory keeps it, and its texts
-        are refused rather than cut when over the store's limit for their kind. The next
-        batch is checked (and embedded) while the server writes the ones before it, and up to
-        `writers` batches are written at once, each on its own connection: the server's work
-        per batch (indexes, full-text parse) then runs on several cores. Turns
-        without a date are dated in the file's order whatever order the batches commit in,
-        and `on_batch` reports batches in the file's order.
+        Each batch is embedded and written with one binary COPY in one transaction: stored
+        whole or not at all, and re-running an import stores nothing twice. A dict may carry a
+        precomputed `embedding` (floats) and the `id` its memory had (a line of `recall
+        export`): a new memory keeps it, and its texts are refused rather than cut when over
+        the limit for their kind. The next batch is checked and embedded while the server
+        writes the ones before it, up to `writers` at once, each on its own connection (the
+        server's work per batch then runs on several cores). Turns without a date are dated in
+        the file's order whatever order the batches commit in.
 
         Args:
             turns: the turns; consumed lazily, batch by batch.
             batch_size: turns per transaction.
-            on_batch: called with the number of turns stored (counted in the file's order)
-                after each batch.
+            on_batch: called after each batch with the turns stored, in the file's order.
             writers: batches written at once (1 writes one after the other).
-            progress: filled as the import goes (turns prepared, written, and new), for
-                progress bars and a final count; a fresh one when None.
-            on_progress: called with `progress` after each batch is prepared and after each
-                batch is written.
+            progress: filled as the import goes (turns prepared, written, new); fresh if None.
+            on_progress: called with `progress` after each batch is prepared and written.
 
         Raises:
             InvalidInputError: a turn is unusable (or `batch_size`/`writers` < 1); the message
@@ -139,9 +134,8 @@ class Bulk:
                 stores the rest and nothing twice.
         """
         if batch_size < 1 or writers < 1:
-            raise InvalidInputError(
-                f"batch_size and writers must be >= 1, not {batch_size} and {writers}"
-            )
+            sizes = f"{batch_size} and {writers}"
+            raise InvalidInputError(f"batch_size and writers must be >= 1, not {sizes}")
         writers = min(writers, self.core.pool.max_size)  # more would only queue for a connection
         batches = _InFlight(progress if progress is not None else ImportProgress(), on_batch,
                             on_progress)  # fmt: skip

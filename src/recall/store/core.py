@@ -40,8 +40,10 @@ class Plan(NamedTuple):
 
 
 def shipped_ranker(embedding_model: str) -> Ranker[Any]:
-    """The default mode's ranker shipped for `embedding_model`: its second stage (decision
-    0024), else the fusion (decision 0005)."""
+    """The default mode's ranker shipped for `embedding_model`: its learned second stage and
+    gate (decision 0024), else the fusion (decision 0005). A store given a ranker uses that
+    instead: `recall.search.fusion.default_fusion()` for the fusion always, or a `SecondStage`
+    or `FusionModel` of one's own fit."""
     stage = second_stage_for(embedding_model)
     return default_fusion() if stage is None else stage
 

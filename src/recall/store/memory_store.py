@@ -1,13 +1,10 @@
 """MemoryStore: store, search, list and erase one user's memories in PostgreSQL + pgvector.
 
-The store holds one part per job, each in its own module, and passes each the state they
-share (`StoreCore`: pools, embedder, settings, connection scoping, plan cache, ranker):
-`search` (find, search, keyword_search) over `candidates` (each mode's rows), `writes`
-(add_turn) with `repeats`, `bulk` (add_turns), `reads` (recent, get, ...), `conversations`
-(memory creation's state), `erasure` (delete, forget_user, retention) and `maintenance`
-(index builds, optimize, stats). Each public method says what it does and calls its part, so
-a reader (or a walk through the calls) goes from here straight to the part and on to its SQL.
-Opening one: `recall.store.connector`.
+One part per job, each in its own module, sharing a `StoreCore` (pools, embedder, settings,
+connection scoping, plan cache, ranker): `search` over `candidates`, `writes` with `repeats`,
+`bulk`, `reads`, `conversations`, `erasure` and `maintenance`. Each public method says in a
+line what it does and calls its part, where it is documented in full (`Search.find` for
+`find`, ...). Opening one: `recall.store.connector`.
 """
 
 from __future__ import annotations
@@ -56,19 +53,13 @@ class MemoryStore:
     connections have pgvector registered, an `Embedder`, `Settings`) for callers that manage
     their own. Every method is for one user, and no method returns another user's rows.
 
-    Each method says in a line what it does and calls the part that does it, where its
-    arguments, return value and errors are documented in full (`Search.find` for `find`, ...).
-
     Args:
         pool: an autocommit pool whose connections have pgvector registered.
         embedder: embeds turns and queries.
         settings: limits, search and index settings.
         database: where the pool connects (kept for the embedded server's lifetime).
-        ranker: the default mode's one ranker (`recall.search.rankers.Ranker`; it brings the
-            candidates it reads). None: the one shipped for the embedder's model, its learned
-            second stage and gate (decision 0024), else the fusion of decision 0005
-            (`recall.store.core.shipped_ranker`). Give `recall.search.fusion.default_fusion()`
-            for the fusion always, or a `SecondStage` or `FusionModel` of your own fit.
+        ranker: the default mode's one ranker (`recall.search.rankers.Ranker`); None: the one
+            shipped for the embedder's model (`recall.store.core.shipped_ranker`).
         read_pool: a replica's pool for searches and reads; None uses `pool`. A user's reads
             stay on `pool` until the replica has replayed their latest write here (0021).
     """
@@ -83,14 +74,8 @@ class MemoryStore:
         ranker: Ranker[Any] | None = None,
         read_pool: AsyncConnectionPool | None = None,
     ) -> None:
-        core = StoreCore(
-            pool,
-            embedder,
-            settings,
-            database=database,
-            ranker=ranker,
-            read_pool=read_pool,
-        )
+        core = StoreCore(pool, embedder, settings, database=database, ranker=ranker,
+                         read_pool=read_pool)  # fmt: skip
         self.core = core  # what the parts share; tests and benchmarks look inside it
         self.loop: asyncio.AbstractEventLoop | None = _running_loop()
         """The event loop the store was opened on, which its pools belong to (None when made
@@ -161,8 +146,7 @@ class MemoryStore:
 
     @property
     def ranker(self) -> Ranker[Any]:
-        """The default mode's one ranker: a `SecondStage` (decision 0024) or a `FusionModel`
-        (decision 0005)."""
+        """The default mode's one ranker: a `SecondStage` (0024) or a `FusionModel` (0005)."""
         return self.core.ranker
 
     @ranker.setter
@@ -174,9 +158,7 @@ class MemoryStore:
         self, user_id: str | None = None, *, all_users: bool = False, read: bool = False
     ) -> AsyncIterator[AsyncConnection[Any]]:
         """A pooled connection in a transaction scoped, for row-level security, to one user
-        (or with `all_users`, to everyone: for ingestion, statistics and maintenance).
-
-        An escape hatch for applications and scripts; the store's own methods do not use it.
+        (or with `all_users`, to everyone): an escape hatch for applications and scripts.
 
         Raises:
             InvalidInputError: neither a `user_id` nor `all_users`.
@@ -211,9 +193,8 @@ class MemoryStore:
         await self._maintenance.wait_for_index_builds()
 
     async def wait_for_judging(self) -> int | None:
-        """Wait until the memories stored before the writer judged them are judged (in the
-        background since the store opened): how many this store judged, None when another
-        process did it or it failed (logged)."""
+        """Wait for the background judging of memories stored before the writer judged them:
+        how many this store judged, None when another process did it or it failed (logged)."""
         return await self._maintenance.judged()
 
     async def optimize(self) -> list[str]:
@@ -238,14 +219,10 @@ class MemoryStore:
         terms: list[TermRow] | None = None,
         vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
-        """The second stage's candidates for a query: the user's best `k` memories by cosine
-        (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
-        when they hold more than `SCOPE_FROM`), of those that hold something (judged at
-        write, decision 0049), and the vector side's order as indexes into them (best first).
-        For `benchmarks/fit_second_stage.py` too, so that what is fitted is what is served."""
-        return await self._candidates.for_query(
-            user_id, query_text, query_vector, k, terms=terms, vectors=vectors
-        )
+        """The second stage's candidates for a query and the vector side's order as indexes
+        into them (`Candidates.for_query`): what is fitted is what is served."""
+        return await self._candidates.for_query(user_id, query_text, query_vector, k,
+                                                terms=terms, vectors=vectors)  # fmt: skip
 
     async def search(
         self,
@@ -283,9 +260,7 @@ class MemoryStore:
         intent: bool = True,
     ) -> SearchResult:
         """Search as `search` does, and say what was resolved and decided: the mode, limit
-        and threshold used, and each memory's score and whether it passes. What the retrieve
-        node, the tool, `recall search` and the inspector call and render
-        (docs/decisions/0033-the-store-decides.md)."""
+        and threshold used, and each memory's score and whether it passes (decision 0033)."""
         return await self._search.find(user_id, query_text, limit, similarity_threshold,
                                        mode=mode, query_vector=query_vector, explain=explain,
                                        kept_out=kept_out, now=now, intent=intent)  # fmt: skip
@@ -305,9 +280,8 @@ class MemoryStore:
     ) -> list[Memory]:
         """Keyword search (VectorMemorySearch): `;`-separated keywords, ORed, ranked by BM25;
         `limit` None: `recall.limits.KEYWORD_LIMIT`."""
-        return await self._search.keyword_search(
-            user_id, keywords, limit, conversation_id=conversation_id
-        )
+        return await self._search.keyword_search(user_id, keywords, limit,
+                                                  conversation_id=conversation_id)  # fmt: skip
 
     async def add_turn(
         self,
@@ -324,16 +298,10 @@ class MemoryStore:
         """Store one user/AI turn pair and return it; the same turn twice is stored once, and
         a turn that repeats a stored memory of the user almost word for word is counted on it
         and not stored again (`settings.link_repeated_turns`; the stored memory is returned)."""
-        return await self._writes.add_turn(
-            user_id,
-            user_message,
-            ai_response,
-            conversation_id=conversation_id,
-            created_at=created_at,
-            metadata=metadata,
-            kind=kind,
-            provenance=provenance,
-        )
+        return await self._writes.add_turn(user_id, user_message, ai_response,
+                                           conversation_id=conversation_id,
+                                           created_at=created_at, metadata=metadata, kind=kind,
+                                           provenance=provenance)  # fmt: skip
 
     async def add_checked_turn(self, turn: Turn) -> Memory:
         """Store a turn already checked with this store's limits and return it, as `add_turn`
@@ -353,14 +321,9 @@ class MemoryStore:
         on_progress: Callable[[ImportProgress], None] | None = None,
     ) -> list[str]:
         """Bulk-store turns (dicts with `add_turn`'s argument names); return their ids in order."""
-        return await self._bulk.add_turns(
-            turns,
-            batch_size=batch_size,
-            on_batch=on_batch,
-            writers=writers,
-            progress=progress,
-            on_progress=on_progress,
-        )
+        return await self._bulk.add_turns(turns, batch_size=batch_size, on_batch=on_batch,
+                                          writers=writers, progress=progress,
+                                          on_progress=on_progress)  # fmt: skip
 
     async def recent(self, user_id: str, n: int = RECENT_LIMIT) -> list[Memory]:
         """The user's `n` most recent memories, newest first (similarity None)."""
@@ -423,9 +386,8 @@ class MemoryStore:
         return await self._erasure.apply_retention(days=days, max_per_user=max_per_user, now=now)
 
     async def forget_user(self, user_id: str, *, outboxes: Sequence[Outbox] = ()) -> int:
-        """Erase everything of the user: memories (turns, notes, model-written), bookkeeping,
-        tracker, rolling summaries, their own HNSW index, and turns still waiting in the given
-        writer queues (`TurnWriter.outbox`)."""
+        """Erase everything of the user: memories, bookkeeping, tracker, rolling summaries,
+        their own HNSW index, and turns still waiting in `outboxes` (`TurnWriter.outbox`)."""
         return await self._erasure.forget_user(user_id, outboxes=outboxes)
 
 

@@ -113,17 +113,9 @@ class Search:
         Raises:
             InvalidInputError, EmbeddingError, StoreError.
         """
-        found = await self.find(
-            user_id,
-            query_text,
-            limit,
-            similarity_threshold,
-            mode=mode,
-            query_vector=query_vector,
-            explain=explain,
-            now=now,
-            intent=intent,
-        )
+        found = await self.find(user_id, query_text, limit, similarity_threshold, mode=mode,
+                                query_vector=query_vector, explain=explain, now=now,
+                                intent=intent)  # fmt: skip
         return found.memories
 
     async def find(
