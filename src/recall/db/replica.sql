@@ -7,5 +7,9 @@
 SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint;
 
 -- name: wal_replayed
--- NULL when the server is not a standby (a primary, or a logical replica).
-SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint;
+-- NULL when the server is not a standby (a primary, or a logical replica). Asked of
+-- pg_is_in_recovery() first: a primary that went through crash recovery, or a promoted
+-- standby, keeps the last position it replayed in pg_last_wal_replay_lsn() for good, and
+-- would read as a standby that never catches up.
+SELECT CASE WHEN pg_is_in_recovery()
+            THEN (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint END;
