@@ -179,19 +179,24 @@ async def run_writes(
     prepared: Prepared,
     index: IndexSpec | None,
     planner: IndexPlanner,
-) -> None:
+) -> bool:
     """Apply a run of consecutive puts: for each item only its last put counts. The vectors
     of namespaces with an index of their own (as `planner` knows them) are flagged, so that
-    the index over every namespace leaves them out (migration 0022)."""
+    the index over every namespace leaves them out (migration 0022), and those that an index
+    leaving pending vectors out would take are written pending (0028). Returns whether any
+    vector was written pending (they join their graphs once the batch has committed)."""
     last: dict[tuple[str, str], ItemWrite | None] = {}
     for position, op in ops:
         last[(join(op.namespace), op.key)] = prepared.writes[position]
     await delete_items(conn, [item for item, write in last.items() if write is None])
+    writes = [write for write in last.values() if write is not None]
     own: frozenset[str] = frozenset()
+    pending: frozenset[str] = frozenset()
     if index is not None:
         await planner.refresh(conn)
-        own = planner.own_indexes(index.dims)
-    await write_items(conn, [write for write in last.values() if write is not None], own)
+        own, pending = planner.flags(index.dims, {w.ns for w in writes if w.vectors})
+    await write_items(conn, writes, own, pending)
+    return bool(pending)
 
 
 def _item(row: StoreItemRow) -> Item:

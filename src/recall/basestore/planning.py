@@ -1,29 +1,21 @@
 """Which plan a `RecallStore` semantic search takes, how wide it looks, and the index builds
-and calibrations that writes and searches set off.
+and calibrations that writes and searches set off (docs/basestore.md tells it whole).
 
-Small namespaces are compared exactly (a scan of a few hundred vectors beats any index). A
-namespace with `store_index_threshold` vectors or more gets an HNSW index of its own; a prefix
-holding `store_wide_threshold` vectors or more, and a large share of the store, goes through
-the index over every namespace. A namespace's index is built as soon as a write takes it past
-the threshold (after the write's transaction: before the batch returns when the namespace holds
-at most `SYNC_BUILD_MAX` vectors, else in the background), or the first time a search meets it;
-the index over every namespace, which leaves out the namespaces with their own (migration
-0022), the first time a search meets a wide prefix (or at once: `RecallStore.build_indexes`).
-Each index is calibrated once built, and again when it has grown by a quarter
-(`recall.basestore.breadth`): the smallest `hnsw.ef_search` reaching recall@10 0.99 on probes
-drawn from its own vectors (`recall.db.calibration`), which its searches then use; then a share
-of the searches through it is checked against the exact scan in the background, and its breadth
-follows what those questions need (`recall.basestore.questions`, issue 47).
-The plan is chosen from what this process knows (the finished indexes and their breadths, read
-again every few seconds, and the size of each prefix searched, counted in the background every
-five minutes): a stale choice costs speed, never results, since an indexed search re-checks exact
-cosines and falls back to the exact scan whenever its page comes back short.
+Small namespaces are compared exactly. A namespace with `store_index_threshold` vectors or more
+gets an HNSW index of its own, built once a write takes it past the threshold (before the batch
+returns up to `SYNC_BUILD_MAX` vectors) or a search meets it; a prefix holding
+`store_wide_threshold` vectors or more and a large share of the store goes through the index
+over every namespace (migration 0022). Each index is calibrated once built and again when it
+has grown by a quarter (`recall.basestore.breadth`), then a share of its searches is checked
+against the exact scan in the background (`recall.basestore.questions`, issue 47). The plan
+comes from what this process knows (indexes read every few seconds, prefix sizes counted every
+five minutes): a stale choice costs speed, never results.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -34,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from recall.basestore.breadth import breadth_of, stale, usable
 from recall.basestore.jobs import Jobs
+from recall.basestore.pending import PendingVectors
 from recall.basestore.questions import Tally
 from recall.config import Settings
 from recall.db.calibration import (
@@ -65,10 +58,7 @@ SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
 REPEAT_GROWTH = 0.05  # a calibration is repeated when the index grew this much while it ran
-# A namespace that a batch takes past the threshold gets its index before the batch returns when
-# it holds at most this many vectors (issue 38: no cold window after a bulk load); larger ones
-# are built in the background. See docs/basestore.md for what such a build costs.
-SYNC_BUILD_MAX = 5_000
+SYNC_BUILD_MAX = 5_000  # a namespace's index built before its batch returns (issue 38)
 
 
 class IndexPlanner:
@@ -76,8 +66,7 @@ class IndexPlanner:
 
     Args:
         pool: the store's pool (autocommit connections: an index build needs one).
-        settings: thresholds (`store_index_threshold`, `store_wide_threshold`) and the HNSW
-            parameters (`hnsw_m`, `hnsw_ef_construction`, `hnsw_ef_search`).
+        settings: the thresholds and the HNSW parameters.
     """
 
     def __init__(self, pool: AsyncConnectionPool, settings: Settings) -> None:
@@ -92,12 +81,12 @@ class IndexPlanner:
         self._sizes: dict[str, tuple[int, float]] = {}
         self._own: dict[str, int] = {}  # namespaces' vectors: counted, plus written since
         self._grown: dict[tuple[str, int], int] = {}  # vectors written into an index since
-        # counts and builds go one at a time (once per key), on one pooled connection, never
-        # crowding out the searches
+        # counts and builds one at a time (once per key), never crowding out the searches
         self._jobs = Jobs("recall-store-indexing")
         self.sample = settings.store_breadth_sample
         self._tallies: dict[tuple[str, int], Tally] = {}
         self._asked: dict[tuple[str, int], int] = {}  # searches through each index
+        self.graphs = PendingVectors(pool)  # pending vectors join their graphs (0028)
 
     async def refresh(self, conn: AsyncConnection[Any], *, force: bool = False) -> None:
         """Read the finished indexes again when the last read is older than a few seconds, and
@@ -105,6 +94,8 @@ class IndexPlanner:
         if force or time.monotonic() - self._indexes_at >= INDEXES_TTL_S:
             self._indexes = await read_store_indexes(conn)
             self._indexes_at = time.monotonic()
+            if self._indexes.leave_pending:
+                self.graphs.leftovers()
             for ns, dims in self._indexes.names:
                 # a queued or running build calibrates the index itself when it ends
                 if self._stale(ns, dims) and not self._jobs.queued(f"build:{dims}:{ns}"):
@@ -148,12 +139,15 @@ class IndexPlanner:
             )
         )
 
-    def own_indexes(self, dims: int) -> frozenset[str]:
-        """The namespaces with a recorded index of their own at `dims`: their new vectors are
-        flagged, and the index over every namespace leaves them out (migration 0022). Read with
-        the finished indexes, a few seconds old at most: a namespace indexed since is missed,
-        which costs its writes an extra graph insert, never a result."""
-        return frozenset(ns for ns, d in self._indexes.names if d == dims and ns != EVERY_NAMESPACE)
+    def flags(self, dims: int, namespaces: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """Of `namespaces`, those with a recorded index of their own at `dims` (their new
+        vectors are flagged: the index over every namespace leaves them out, migration 0022),
+        and those whose new vectors are written pending (the index that takes them leaves
+        pending vectors out, 0028). Read with the finished indexes, a few seconds old at most:
+        a namespace indexed since costs its writes a graph insert, never a result."""
+        names, indexes = self._indexes.names, self._indexes
+        own = frozenset(ns for ns in namespaces if (ns, dims) in names)
+        return own, frozenset(ns for ns in namespaces if indexes.waits(ns, dims))
 
     def _usable(self, ns: str, dims: int) -> bool:
         return usable(self._indexes.breadths.get((ns, dims)), self._vectors(ns, dims))
@@ -179,14 +173,17 @@ class IndexPlanner:
         calibrated = self._indexes.breadths.get((ns, dims))
         return breadth_of(calibrated, self._vectors(ns, dims), self.ef_search)
 
-    async def written(self, counts: Mapping[str, int], dims: int) -> None:
+    async def written(self, counts: Mapping[str, int], dims: int, pending: bool = False) -> None:
         """Note the vectors a committed batch wrote, by namespace. A namespace without an index
         that the batch may have taken past the threshold is counted now; there, one holding at
         most `SYNC_BUILD_MAX` vectors gets its index before this returns (seconds: the searches
         and writes after a bulk load go through it), a larger one in the background at once. One
         not counted yet, written a little, is counted in the background; an indexed one adds to
-        its growth since its calibration. Never raises: the batch has committed, and a failed
-        build is logged and left to the background."""
+        its growth since its calibration. Pending vectors written join their graphs now. Never
+        raises: the batch has committed, and a failed build is logged and left to the
+        background."""
+        if pending:
+            self.graphs.wake()
         for ns, count in counts.items():
             if (ns, dims) in self._indexes.names:
                 self._grown[(ns, dims)] = self._grown.get((ns, dims), 0) + count
@@ -391,10 +388,13 @@ class IndexPlanner:
         return built
 
     async def wait(self) -> None:
-        """Wait until the counts and builds queued in the background have finished."""
+        """Wait until the counts and builds queued in the background, and the pending vectors'
+        joining, have finished."""
         await self._jobs.wait()
+        await self.graphs.wait()
 
     async def close(self) -> None:
         """Start nothing new and cancel what runs (a build cut short leaves an invalid index,
         which the next build drops and builds again)."""
         await self._jobs.close()
+        await self.graphs.close()

@@ -178,6 +178,7 @@ class RecallStore(BaseStore):
             validate_op(op)
         prepared = await prepare(ops, self._index)
         results: list[Result] = [None] * len(ops)
+        pending = False  # vectors written pending, to join their graphs after the commit
         try:
             async with self._pool.connection() as conn, _writing(conn, ops):
                 position = 0
@@ -187,7 +188,7 @@ class RecallStore(BaseStore):
                         run.append((position, put))
                         position += 1
                     if run:
-                        await run_writes(conn, run, prepared, self._index, self._planner)
+                        pending |= await run_writes(conn, run, prepared, self._index, self._planner)
                         continue
                     op = ops[position]
                     assert isinstance(op, GetOp | SearchOp | ListNamespacesOp)
@@ -198,7 +199,7 @@ class RecallStore(BaseStore):
         except psycopg.Error as exc:
             raise StoreError(f"the store's batch failed: {exc}") from exc
         if self._index is not None:
-            await self._planner.written(_vectors_written(prepared), self._index.dims)
+            await self._planner.written(_vectors_written(prepared), self._index.dims, pending)
         return results
 
     async def setup(self) -> None:

@@ -43,7 +43,7 @@ __all__ = [
     "write_items",
 ]
 
-_VECTOR_TYPES = ["text", "text", "text", "int4", "vector", "bool"]
+_VECTOR_TYPES = ["text", "text", "text", "int4", "vector", "bool", "bool"]
 _MAX_EF_SEARCH = 1000
 # The breadth each pooled connection's session holds (`store_session_knobs`), as far as this
 # process set it; a connection the pool drops leaves with its entry.
@@ -129,15 +129,17 @@ async def refresh_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, s
 
 
 async def write_items(
-    conn: AsyncConnection[Any], writes: Sequence[ItemWrite], own: Collection[str] = ()
+    conn: AsyncConnection[Any],
+    writes: Sequence[ItemWrite],
+    own: Collection[str] = (),
+    pending: Collection[str] = (),
 ) -> None:
     """Insert or replace items; each one's vectors are replaced by the ones given (none for
-    an item put with `index=False`), so no vector of an earlier version stays behind. The
-    vectors of namespaces in `own` (those with an index of their own, as far as the caller
-    knows) are flagged so that the index over every namespace leaves them out (migration 0022);
-    a namespace wrongly left out of `own` costs an extra graph insert, never a result, but one
-    wrongly put in it would hide its vectors from searches through the index over every
-    namespace: only a recorded index may be named."""
+    an item put with `index=False`). The vectors of namespaces in `own` (with an index of their
+    own: only a recorded one may be named) are flagged so that the index over every namespace
+    leaves them out (migration 0022); those of namespaces in `pending` are written pending
+    (0028): they join their graphs later (`recall.db.storeindex.join_graphs`), and the indexed
+    searches compare them exactly until then."""
     if not writes:
         return
     async with conn.cursor() as cur:
@@ -161,9 +163,9 @@ async def write_items(
             async with cur.copy(query("store_copy_vectors")) as copy:
                 copy.set_types(_VECTOR_TYPES)
                 for w in writes:
-                    flagged = w.ns in own
+                    flagged, waits = w.ns in own, w.ns in pending
                     for field, ordinal, vector in w.vectors:
-                        await copy.write_row((w.ns, w.key, field, ordinal, vector, flagged))
+                        await copy.write_row((w.ns, w.key, field, ordinal, vector, flagged, waits))
 
 
 async def delete_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, str]]) -> None:
@@ -263,14 +265,16 @@ def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
     within, params = scope(plan.prefix, "v")
     planned = index_scans(plan)
     scans: list[sql.Composed] = []
-    rest: sql.Composable = sql.SQL("FALSE")
+    # <rest>: what no scan covers, and the pending vectors (migration 0028) under the prefix,
+    # which no graph holds yet (a scan leaves them out: store_search_indexed_scan)
     if plan.through == "namespace":
         # a constant: the statement is one index's, prepared once per connection
-        scans.append(_scan(sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix)), 0, plan, dims))
+        own = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
+        scans.append(_scan(own, 0, plan, dims))
         # the children's range as constants too: a generic plan then knows it holds (next to)
         # nothing when the namespace has no children, and probes the primary key for it
-        rest = sql.SQL("(v.ns >= {} AND v.ns < {})").format(
-            sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi"))
+        rest: sql.Composable = sql.SQL("(v.ns >= {} AND v.ns < {}) OR (v.pending AND {})").format(
+            sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi")), own
         )
         params.pop("ns")
     else:
@@ -280,11 +284,9 @@ def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
         for scan in planned[1:]:
             near = sql.SQL("v.ns = {}").format(sql.Literal(scan.ns))
             scans.append(_scan(near, scan.part, plan, dims))
-        rest = _composed(
-            "store_indexes_unscanned",
-            dims=sql.Literal(dims),
-            xscope=scope(plan.prefix, "x")[0],
-        )
+        xscope = scope(plan.prefix, "x")[0]
+        unscanned = _composed("store_indexes_unscanned", dims=sql.Literal(dims), xscope=xscope)
+        rest = sql.SQL("({}) OR (v.pending AND {})").format(unscanned, within)
         params["scanned"] = [ns for ns, _ in plan.scans]
     parts = {"rest": rest, "filter": plan.filter.condition, "dims": sql.Literal(dims)}
     return IndexedStatements(

@@ -40,8 +40,26 @@ DELETE FROM recall.store_vectors WHERE ns = %(ns)s AND key = %(key)s
 
 -- name: store_copy_vectors
 -- own_index (migration 0022): the namespace had an index of its own when the writer looked, so
--- the vector goes into that index and not into the one over every namespace
-COPY recall.store_vectors (ns, key, field, ord, embedding, own_index) FROM STDIN (FORMAT BINARY)
+-- the vector goes into that index and not into the one over every namespace; pending (migration
+-- 0028): the index that takes it leaves waiting vectors out, so it joins the graph later
+-- (store_join_graphs)
+COPY recall.store_vectors (ns, key, field, ord, embedding, own_index, pending)
+FROM STDIN (FORMAT BINARY)
+
+-- name: store_join_graphs
+-- Pending vectors (migration 0028) join their HNSW graphs: up to %(batch)s of them have the flag
+-- cleared, which inserts each into the indexes whose predicate it now meets. Rows another
+-- session is clearing (or deleting) are skipped, not waited for. Returns how many it cleared.
+WITH batch AS (
+    SELECT v.ns, v.key, v.field, v.ord
+    FROM recall.store_vectors AS v
+    WHERE v.pending
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE recall.store_vectors AS v SET pending = false
+FROM batch AS b
+WHERE v.ns = b.ns AND v.key = b.key AND v.field = b.field AND v.ord = b.ord
 
 -- name: store_delete
 DELETE FROM recall.store_items WHERE ns = %(ns)s AND key = %(key)s
@@ -157,7 +175,8 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- of each index scan in <scans> (store_search_indexed_scan blocks joined by UNION ALL when the
 -- scans share one hnsw.ef_search; else store_search_candidates, what each scan returned as a
 -- statement of its own) whose items are live and pass the filter, then every candidate's exact cosine, ranked as
--- store_search_semantic ranks. <rest> is what no scan covers, compared exactly, all of it: a
+-- store_search_semantic ranks. <rest> is what no scan covers, compared exactly, all of it: the
+-- pending vectors under the prefix (migration 0028: in no graph yet, found by their own index); a
 -- namespace's children when the scan is the namespace's own index; for the index over every
 -- namespace, which leaves out vectors flagged own_index (migration 0022), the flagged vectors of
 -- namespaces whose own index the caller did not scan; FALSE when there is nothing. <dims> is the
@@ -171,7 +190,7 @@ WITH near AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
     JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
-    WHERE {rest} AND v.dims = {dims}
+    WHERE ({rest}) AND v.dims = {dims}
       AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ), scored AS (
     SELECT ns, key, 1 - min(distance) AS score
@@ -204,11 +223,13 @@ ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
 -- store_search_knobs, when the scans of one search differ in breadth): <near> is the index's predicate and the prefix
 -- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range AND NOT v.own_index
 -- for the index over every namespace), <part> the scan's number, <vtype> the index's vector
--- type (vector(<dims>)), <dims> the dimension, both constants.
+-- type (vector(<dims>)), <dims> the dimension, both constants. NOT v.pending: the vectors in the
+-- graph (an index built since migration 0028 leaves the pending ones out, and its predicate
+-- must follow from the statement's text; the search compares the pending ones exactly).
 (SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance, {part} AS part
  FROM recall.store_vectors AS v
  JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
- WHERE {near} AND v.dims = {dims}
+ WHERE {near} AND NOT v.pending AND v.dims = {dims}
    AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
  ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
  LIMIT %(candidates)s)
@@ -254,7 +275,7 @@ SELECT count(*) FROM (
 -- the finished indexes (migration 0015), each with how many vectors it holds (an estimate,
 -- counted by the build and by every vacuum since) and its calibration (migration 0020)
 SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint AS vectors,
-       x.ef_search, x.calibrated_recall, x.calibrated_vectors
+       x.ef_search, x.calibrated_recall, x.calibrated_vectors, x.leaves_pending
 FROM recall.store_indexes AS x
 LEFT JOIN pg_class AS c ON c.relname = x.index_name AND c.relnamespace = 'recall'::regnamespace
 ORDER BY x.ns, x.dims
@@ -282,9 +303,16 @@ SELECT count(*) FROM recall.store_vectors WHERE dims = %(dims)s AND NOT own_inde
 SELECT count(*) FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s
 
 -- name: store_index_record
-INSERT INTO recall.store_indexes (ns, dims, index_name)
-VALUES (%(ns)s, %(dims)s, %(index_name)s)
-ON CONFLICT (ns, dims) DO UPDATE SET index_name = excluded.index_name, built_at = now()
+-- leaves_pending (migration 0028): read from the index's own predicate, so an index that a build
+-- before 0028 left behind unrecorded (CREATE INDEX ... IF NOT EXISTS keeps it) is not taken for
+-- one that leaves pending vectors out
+INSERT INTO recall.store_indexes (ns, dims, index_name, leaves_pending)
+SELECT %(ns)s, %(dims)s, %(index_name)s,
+       coalesce(pg_get_expr(i.indpred, i.indrelid) LIKE '%%NOT pending%%', false)
+FROM (SELECT to_regclass(format('recall.%%I', %(index_name)s::text)) AS oid) AS named
+LEFT JOIN pg_index AS i ON i.indexrelid = named.oid
+ON CONFLICT (ns, dims) DO UPDATE
+SET index_name = excluded.index_name, built_at = now(), leaves_pending = excluded.leaves_pending
 
 -- name: store_calibration_sample
 -- calibration (migration 0020): a random sample of the vectors an index holds ({near}: the

@@ -5,10 +5,11 @@ A namespace's index is partial (`WHERE ns = '<namespace>' AND dims = <dims>`), s
 returns that namespace's vectors only and loses nothing to a filter on other namespaces; the
 index over every namespace (`WHERE dims = <dims> AND NOT own_index`, recorded with ns '';
 migration 0022: it leaves out the vectors written into namespaces with an index of their own)
-serves prefixes that hold a large share of the store. Both index the expression
-`embedding::vector(<dims>)` (HNSW needs a fixed dimension; the column holds any). Builds share
-the advisory lock of the per-user builds (`recall.db.hnswbuild`): two CREATE INDEX CONCURRENTLY
-on one table deadlock.
+serves prefixes that hold a large share of the store. Since migration 0028 both also leave out
+the pending vectors (`AND NOT pending`): a put's vector joins the graph in the background.
+Both index the expression `embedding::vector(<dims>)` (HNSW needs a fixed dimension; the column
+holds any). Builds share the advisory lock of the per-user builds (`recall.db.hnswbuild`): two
+CREATE INDEX CONCURRENTLY on one table deadlock.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "Breadth",
     "StoreIndexes",
     "build_store_index",
+    "join_graphs",
     "namespaces_due",
     "read_store_indexes",
     "store_index_name",
@@ -53,13 +55,22 @@ class Breadth:
 @dataclass(frozen=True, slots=True)
 class StoreIndexes:
     """The finished indexes, by (namespace or `EVERY_NAMESPACE`, dims), the table's
-    estimated number of vectors, each index's (by the same keys as `names`), and the
-    calibrated ones' breadths."""
+    estimated number of vectors, each index's (by the same keys as `names`), the calibrated
+    ones' breadths, and those that leave pending vectors out (migration 0028)."""
 
     names: dict[tuple[str, int], str]
     vectors: int
     sizes: dict[tuple[str, int], int] = field(default_factory=dict)
     breadths: dict[tuple[str, int], Breadth] = field(default_factory=dict)
+    leave_pending: frozenset[tuple[str, int]] = frozenset()
+
+    def waits(self, ns: str, dims: int) -> bool:
+        """Whether a vector written into `ns` at `dims` is written pending (migration 0028):
+        the index that takes it (the namespace's own, else the one over every namespace)
+        leaves pending vectors out."""
+        if (ns, dims) in self.names:
+            return (ns, dims) in self.leave_pending
+        return (EVERY_NAMESPACE, dims) in self.leave_pending
 
 
 def store_index_name(ns: str, dims: int) -> str:
@@ -74,16 +85,17 @@ async def read_store_indexes(conn: AsyncConnection[Any]) -> StoreIndexes:
     """Every finished index and its estimated size, and the estimated size of the vectors
     table."""
     cur = await conn.execute(query("store_indexes"))
-    names, sizes, breadths = {}, {}, {}
-    for ns, dims, name, size, ef_search, recall, calibrated in await cur.fetchall():
-        names[(str(ns), int(dims))] = str(name)
-        sizes[(str(ns), int(dims))] = int(size or 0)
+    names, sizes, breadths, leave = {}, {}, {}, set()
+    for ns, dims, name, size, ef_search, recall, calibrated, leaves in await cur.fetchall():
+        key = (str(ns), int(dims))
+        names[key] = str(name)
+        sizes[key] = int(size or 0)
         if ef_search is not None:
-            breadths[(str(ns), int(dims))] = Breadth(
-                int(ef_search), float(recall or 0.0), int(calibrated or 0)
-            )
+            breadths[key] = Breadth(int(ef_search), float(recall or 0.0), int(calibrated or 0))
+        if leaves:
+            leave.add(key)
     vectors = int(await fetch_value(conn, "store_vector_estimate") or 0)
-    return StoreIndexes(names, vectors, sizes, breadths)
+    return StoreIndexes(names, vectors, sizes, breadths, frozenset(leave))
 
 
 async def namespaces_due(conn: AsyncConnection[Any], dims: int, threshold: int) -> list[str]:
@@ -102,6 +114,8 @@ def _create(name: str, ns: str, dims: int, m: int, ef_construction: int) -> sql.
     else:
         # the vectors of namespaces with an index of their own stay out (migration 0022)
         where = where + sql.SQL(" AND NOT own_index")
+    # a vector joins the graph when its flag is cleared, not while a put waits (migration 0028)
+    where = where + sql.SQL(" AND NOT pending")
     return sql.SQL(
         "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON recall.store_vectors "
         "USING hnsw ((embedding::{}) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
@@ -142,3 +156,9 @@ async def build_store_index(
     if built is not None:
         log.info("db.store_index.built", index=name, dims=dims, every_namespace=not ns)
     return built
+
+
+async def join_graphs(conn: AsyncConnection[Any], batch: int) -> int:
+    """Clear the flag of up to `batch` pending vectors, which inserts each into its HNSW
+    graphs (migration 0028), skipping rows another session holds; return how many."""
+    return max(await run(conn, "store_join_graphs", {"batch": batch}), 0)

@@ -13,7 +13,7 @@ import numpy as np
 
 from recall.rows import CandidateRow, DetailRow, ScopedRow, TermRow
 
-__all__ = ["assemble", "split_scoped", "vector_of"]
+__all__ = ["KeywordSide", "assemble", "split_scoped", "vector_of"]
 
 
 def split_scoped(
@@ -49,44 +49,46 @@ def vector_of(row: CandidateRow) -> np.ndarray[Any, Any]:
     return np.asarray(array, dtype=np.float64)
 
 
-def assemble(terms: list[TermRow], details: list[DetailRow]) -> list[CandidateRow]:
+class KeywordSide:
+    """The keyword side's rows looked up by memory: each hit's (place, BM25, terms), place
+    being its position in `recall.search_terms`' order (best BM25 first, ties as the SQL
+    made them stable), and the query terms' statistics."""
+
+    __slots__ = ("hits", "memories", "term_df")
+
+    def __init__(self, terms: list[TermRow]) -> None:
+        self.hits: dict[UUID, tuple[int, float, list[int]]] = {}
+        self.term_df: list[float] = []
+        self.memories = 0.0
+        for n, t in enumerate(terms):
+            if t.id is None:
+                self.term_df = list(t.term_df or [])
+                self.memories = float(t.memories or 0.0)
+            else:
+                self.hits[t.id] = (n, float(t.bm25 or 0.0), t.matched or [])
+
+
+_NO_HIT: tuple[int, float, list[int]] = (0, 0.0, [])
+
+
+def assemble(side: KeywordSide, details: list[DetailRow]) -> list[CandidateRow]:
     """The candidates: each detail row with its own and its neighbours' BM25 and terms from the
     keyword side (0 and none where they hold no query term), and the query's statistics."""
-    stats = next((t for t in terms if t.id is None), None)
-    hits = {t.id: t for t in terms if t.id is not None}
-    term_df = list(stats.term_df or []) if stats else []
-    memories = float(stats.memories or 0.0) if stats else 0.0
-
-    def bm25(key: UUID | None) -> float:
-        hit = hits.get(key) if key is not None else None
-        return float(hit.bm25 or 0.0) if hit else 0.0
-
-    def matched(key: UUID | None) -> list[int]:
-        hit = hits.get(key) if key is not None else None
-        return list(hit.matched or []) if hit else []
-
-    return [
-        CandidateRow(
-            id=d.id,
-            conversation_id=d.conversation_id,
-            user_message=d.user_message,
-            ai_response=d.ai_response,
-            created_at=d.created_at,
-            metadata=d.metadata,
-            kind=d.kind,
-            distance=d.distance,
-            bm25=bm25(d.id),
-            embedding=d.embedding,
-            doc_len=d.doc_len,
-            matched=matched(d.id),
-            prev_distance=d.prev_distance,
-            prev_matched=matched(d.prev_id),
-            prev_bm25=bm25(d.prev_id),
-            next_distance=d.next_distance,
-            next_matched=matched(d.next_id),
-            next_bm25=bm25(d.next_id),
-            term_df=term_df,
-            memories=memories,
-        )
-        for d in details
-    ]
+    hits, term_df, memories = side.hits, side.term_df, side.memories
+    out: list[CandidateRow] = []
+    for d in details:
+        own = hits.get(d.id, _NO_HIT)
+        before = hits.get(d.prev_id, _NO_HIT) if d.prev_id is not None else _NO_HIT
+        after = hits.get(d.next_id, _NO_HIT) if d.next_id is not None else _NO_HIT
+        out.append(
+            CandidateRow(
+                id=d.id, conversation_id=d.conversation_id, user_message=d.user_message,
+                ai_response=d.ai_response, created_at=d.created_at, metadata=d.metadata,
+                kind=d.kind, distance=d.distance, bm25=own[1], embedding=d.embedding,
+                doc_len=d.doc_len, matched=list(own[2]), prev_distance=d.prev_distance,
+                prev_matched=list(before[2]), prev_bm25=before[1],
+                next_distance=d.next_distance, next_matched=list(after[2]), next_bm25=after[1],
+                term_df=term_df, memories=memories,
+            )
+        )  # fmt: skip
+    return out

@@ -190,6 +190,12 @@ def _surroundings(
     sessions: dict[object, list[int]] = {}
     for i, r in enumerate(rows):
         sessions.setdefault(_session(r), []).append(i)
+    # each conversation's values once: its second best cosine, its share, its best idf share
+    cos_list, share_list = cos.tolist(), shares.tolist()
+    per_session: dict[object, tuple[float, float, float]] = {}
+    for key, same in sessions.items():
+        second = sorted((cos_list[j] for j in same), reverse=True)[1] if len(same) > 1 else 0.0
+        per_session[key] = (second, len(same) / n, max(share_list[j] for j in same))
     first = min(r.created_at for r in rows)
     span = (max(r.created_at for r in rows) - first).total_seconds()
     nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency = ([0.0] * n for _ in range(7))
@@ -207,11 +213,7 @@ def _surroundings(
             nb_cos[i] = max(_cos(d) for d, _m, _b in near)
             nb_share[i] = max(_share(facts, m) for _d, m, _b in near)
             nb_bm[i] = max(b for _d, _m, b in near)
-        same = sessions[_session(r)]
-        if len(same) > 1:
-            sess_cos[i] = sorted((cos[j] for j in same), reverse=True)[1]
-        sess_n[i] = len(same) / n
-        sess_idf[i] = max(shares[j] for j in same)
+        sess_cos[i], sess_n[i], sess_idf[i] = per_session[_session(r)]
         recency[i] = (r.created_at - first).total_seconds() / span if span > 0 else 1.0
     return _Surroundings(nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency)
 

@@ -25,11 +25,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
 from recall.memory import LIBRARY_KEY, Turn
-from recall.search.echo import is_question, terms
+from recall.search.echo import CACHED_TEXTS, is_question, terms
 from recall.search.ownwords import QUOTE_SHARE, own_part, quotes_a_sentence, within
 from recall.search.slots import CHANGE, slots
 
@@ -147,13 +148,19 @@ def _ids(value: object) -> tuple[str, ...]:
         return ()
     out: list[str] = []
     for item in value[:MAX_SOURCES]:
-        try:
-            key = str(UUID(str(item)))
-        except ValueError:
-            continue
-        if key not in out:
+        key = _canonical_id(str(item))
+        if key is not None and key not in out:
             out.append(key)
     return tuple(out)
+
+
+@lru_cache(maxsize=CACHED_TEXTS)  # a search reads the same sources' ids query after query
+def _canonical_id(text: str) -> str | None:
+    """`text` as a UUID's canonical form, or None when it is not one."""
+    try:
+        return str(UUID(text))
+    except ValueError:
+        return None
 
 
 def said(user_message: str, ai_response: str) -> str:

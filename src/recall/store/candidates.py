@@ -14,7 +14,7 @@ from recall.db.memories import user_plan
 from recall.db.search_rows import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
 from recall.rows import CandidateRow, DetailRow, MemoryRow, TermRow
-from recall.search.assembly import assemble, split_scoped
+from recall.search.assembly import KeywordSide, assemble, split_scoped
 from recall.search.judging import holds_nothing
 from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store.core import Plan, StoreCore
@@ -57,17 +57,15 @@ def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
     return [t.id for t in hits[:k] if t.id is not None]
 
 
-def _pick(
-    terms: list[TermRow], details: list[DetailRow], near: list[UUID], k: int
-) -> list[DetailRow]:
+def _pick(side: KeywordSide, details: list[DetailRow], near: list[UUID], k: int) -> list[DetailRow]:
     """The second stage's candidates, in `details`' order: the vector side's (`near`), and the
     best `k` by BM25, leaving out a row not judged yet that holds nothing. Picked before they
     are assembled, so that only they are. The keyword side goes in `terms`' order (ties as in
     `_best_by_bm25`)."""
-    place = {t.id: n for n, t in enumerate(terms) if t.id is not None and (t.bm25 or 0.0) > 0}
+    hits = side.hits
     held = [d for d in details if not holds_nothing_row(d)]
-    by_bm25 = sorted((d for d in held if d.id in place), key=lambda d: place[d.id])
-    wanted = set(near) | {d.id for d in by_bm25[:k]}
+    ranked = sorted((hits[d.id][0], d.id) for d in held if d.id in hits and hits[d.id][1] > 0)
+    wanted = set(near) | {i for _place, i in ranked[:k]}
     return [d for d in held if d.id in wanted]
 
 
@@ -125,7 +123,8 @@ class Candidates:
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
             nearest = [d.id for d in details][:k]
-        rows = assemble(terms, _pick(terms, details, nearest, k))
+        side = KeywordSide(terms)
+        rows = assemble(side, _pick(side, details, nearest, k))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in nearest if i in position]
 
