@@ -11,6 +11,7 @@ import pytest
 from langgraph.store.base import IndexConfig, PutOp
 
 from recall.basestore import RecallStore
+from recall.basestore.pending import PENDING_MAX
 from recall.config import Settings
 from recall.db.pool import connect_once
 from recall.db.sql import run
@@ -133,3 +134,12 @@ async def test_an_index_built_before_pending_vectors_takes_new_ones_at_once(url:
         assert await _pending(url) == []
         assert store._planner.through("kb", DIMS) == "namespace"
         assert _keys(await store.asearch(("kb",), query="in the graph now", limit=3))[0] == "now"
+
+
+async def test_a_bulk_run_of_puts_inserts_into_the_graph_as_it_writes(url: str) -> None:
+    async for store in _open(url):
+        await _indexed_namespace(store)
+        bulk = [PutOp(("kb",), f"b{i}", {"text": f"bulk {i}"}) for i in range(PENDING_MAX + 1)]
+        await store.abatch(bulk)
+        assert await _pending(url) == []
+        assert _keys(await store.asearch(("kb",), query="bulk 3", limit=3))[0] == "b3"

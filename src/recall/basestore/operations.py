@@ -26,6 +26,7 @@ from psycopg import AsyncConnection
 
 from recall.basestore.indexing import IndexSpec, keyword_text
 from recall.basestore.namespaces import join, list_matching, literal_prefix, split
+from recall.basestore.pending import PENDING_MAX
 from recall.basestore.planning import IndexPlanner
 from recall.config import RetrievalMode, StoreMode
 from recall.db.filters import compile_filter, json_text
@@ -182,9 +183,10 @@ async def run_writes(
 ) -> bool:
     """Apply a run of consecutive puts: for each item only its last put counts. The vectors
     of namespaces with an index of their own (as `planner` knows them) are flagged, so that
-    the index over every namespace leaves them out (migration 0022), and those that an index
-    leaving pending vectors out would take are written pending (0028). Returns whether any
-    vector was written pending (they join their graphs once the batch has committed)."""
+    the index over every namespace leaves them out (migration 0022); in a run of at most
+    `PENDING_MAX` vectors, those that an index leaving pending vectors out would take are
+    written pending (0028). Returns whether any vector was written pending (they join their
+    graphs once the batch has committed)."""
     last: dict[tuple[str, str], ItemWrite | None] = {}
     for position, op in ops:
         last[(join(op.namespace), op.key)] = prepared.writes[position]
@@ -195,6 +197,8 @@ async def run_writes(
     if index is not None:
         await planner.refresh(conn)
         own, pending = planner.flags(index.dims, {w.ns for w in writes if w.vectors})
+        if sum(len(w.vectors) for w in writes) > PENDING_MAX:
+            pending = frozenset()  # a bulk load inserts into the graphs as it writes
     await write_items(conn, writes, own, pending)
     return bool(pending)
 

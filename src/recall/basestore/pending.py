@@ -1,8 +1,8 @@
 """A `RecallStore`'s pending vectors joining their HNSW graphs (migration 0028, decision 0052).
 
-A put into a namespace whose index leaves pending vectors out writes its vectors pending: the
-put does not wait for a graph insert, and the indexed searches compare pending vectors exactly.
-`PendingVectors` clears the flag in the background in small batches, each its own transaction,
+A run of puts (up to `PENDING_MAX` vectors) into a namespace whose index leaves pending vectors
+out writes its vectors pending: the put does not wait for a graph insert, and the indexed
+searches compare pending vectors exactly. `PendingVectors` clears the flag in the background in small batches, each its own transaction,
 which inserts the rows into their graphs. It is woken after each batch that wrote pending
 vectors, and once when the store first reads its indexes (vectors that a process that stopped
 left pending). Several processes may join at once: each batch skips the rows another holds.
@@ -17,9 +17,14 @@ from psycopg_pool import AsyncConnectionPool
 
 from recall.db.storeindex import join_graphs
 
-__all__ = ["JOIN_BATCH", "PendingVectors"]
+__all__ = ["JOIN_BATCH", "PENDING_MAX", "PendingVectors"]
 
 log = structlog.stdlib.get_logger(__name__)
+
+PENDING_MAX = 64
+"""The most vectors a run of puts writes pending: a larger one (a bulk load) inserts them into
+the graphs as it writes them, which costs the database half as much as writing then joining
+(one row version a vector, not two) and leaves the searches nothing to compare exactly."""
 
 JOIN_BATCH = 32
 """Vectors joined a transaction: a put replacing one of them waits for that batch at most (a
