@@ -26,9 +26,9 @@ PENDING_MAX = 64
 the graphs as it writes them, which costs the database half as much as writing then joining
 (one row version a vector, not two) and leaves the searches nothing to compare exactly."""
 
-JOIN_BATCH = 32
+JOIN_BATCH = 8
 """Vectors joined a transaction: a put replacing one of them waits for that batch at most (a
-graph insert is a few milliseconds)."""
+graph insert is a few milliseconds at `ef_construction` 200: some tens of milliseconds)."""
 
 
 class PendingVectors:
