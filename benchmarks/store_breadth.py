@@ -285,8 +285,8 @@ where either finds less).
 
 {args.puts} single puts into {join(largest)}, in turns: ours p50 / p95 {puts[OURS][0]:.2f} /
 {puts[OURS][1]:.2f} ms, the peer {puts[PEER][0]:.2f} / {puts[PEER][1]:.2f} ms, p95 ratio
-{puts[OURS][1] / puts[PEER][1]:.2f} (target <= 1.5, issue 56). Our graphs built with `ef_construction`
-{args.ef_construction} (the peer: pgvector's default, 64).
+{puts[OURS][1] / puts[PEER][1]:.2f} (target <= 1.5, issue 56). Our graphs built with
+`ef_construction` {args.ef_construction} (the peer: pgvector's default, 64).
 """
     publish("store-breadth", body, write=not args.no_write)
 

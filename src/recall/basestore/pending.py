@@ -2,10 +2,11 @@
 
 A run of puts (up to `PENDING_MAX` vectors) into a namespace whose index leaves pending vectors
 out writes its vectors pending: the put does not wait for a graph insert, and the indexed
-searches compare pending vectors exactly. `PendingVectors` clears the flag in the background in small batches, each its own transaction,
-which inserts the rows into their graphs. It is woken after each batch that wrote pending
-vectors, and once when the store first reads its indexes (vectors that a process that stopped
-left pending). Several processes may join at once: each batch skips the rows another holds.
+searches compare pending vectors exactly. `PendingVectors` clears the flag in the background in
+small batches, each its own transaction, which inserts the rows into their graphs. It is woken
+after each batch that wrote pending vectors, and once when the store first reads its indexes
+(vectors that a process that stopped left pending). Several processes may join at once: each
+batch skips the rows another holds.
 """
 
 from __future__ import annotations
