@@ -265,8 +265,9 @@ def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
     within, params = scope(plan.prefix, "v")
     planned = index_scans(plan)
     scans: list[sql.Composed] = []
-    # <rest>: what no scan covers, and the pending vectors (migration 0028) under the prefix,
-    # which no graph holds yet (a scan leaves them out: store_search_indexed_scan)
+    # <rest>: what no scan covers; the pending vectors (migration 0028) under the prefix, which
+    # no graph holds yet (a scan leaves them out: store_search_indexed_scan), in <rest> or
+    # <waiting> (store_search_indexed says why two)
     if plan.through == "namespace":
         # a constant: the statement is one index's, prepared once per connection
         own = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
@@ -276,6 +277,7 @@ def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
         rest: sql.Composable = sql.SQL("(v.ns >= {} AND v.ns < {}) OR (v.pending AND {})").format(
             sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi")), own
         )
+        waiting: sql.Composable = sql.SQL("FALSE")
         params.pop("ns")
     else:
         # the index over every namespace holds the unflagged vectors (NOT own_index, a constant
@@ -286,9 +288,10 @@ def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
             scans.append(_scan(near, scan.part, plan, dims))
         xscope = scope(plan.prefix, "x")[0]
         unscanned = _composed("store_indexes_unscanned", dims=sql.Literal(dims), xscope=xscope)
-        rest = sql.SQL("({}) OR (v.pending AND {})").format(unscanned, within)
+        rest, waiting = unscanned, sql.SQL("v.pending AND {}").format(within)
         params["scanned"] = [ns for ns, _ in plan.scans]
-    parts = {"rest": rest, "filter": plan.filter.condition, "dims": sql.Literal(dims)}
+    parts = {"rest": rest, "waiting": waiting, "filter": plan.filter.condition,
+             "dims": sql.Literal(dims)}  # fmt: skip
     return IndexedStatements(
         scans=list(zip(planned, scans, strict=True)),
         single=_composed("store_search_indexed", scans=sql.SQL(" UNION ALL ").join(scans), **parts),

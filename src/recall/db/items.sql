@@ -192,9 +192,20 @@ WITH near AS MATERIALIZED (
     JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
     WHERE ({rest}) AND v.dims = {dims}
       AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+), waiting AS MATERIALIZED (
+    -- <waiting>: the pending vectors under a prefix searched through the index over every
+    -- namespace (migration 0028), apart from <rest>: in one condition with it, an OR, the
+    -- planner read every vector of the table (issue 56); FALSE for a namespace's own index,
+    -- whose pending vectors <rest> takes (a bitmap OR of two index scans there)
+    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
+    FROM recall.store_vectors AS v
+    JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
+    WHERE {waiting} AND v.dims = {dims}
+      AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ), scored AS (
     SELECT ns, key, 1 - min(distance) AS score
-    FROM (SELECT ns, key, distance FROM near UNION ALL SELECT * FROM rest) AS c
+    FROM (SELECT ns, key, distance FROM near UNION ALL SELECT * FROM rest
+          UNION ALL SELECT * FROM waiting) AS c
     GROUP BY ns, key
 ), page AS (
     SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score,
@@ -249,6 +260,8 @@ FROM unnest(%(near_ns)s::text[], %(near_keys)s::text[], %(near_distances)s::floa
 v.own_index AND v.ns IN (
     SELECT x.ns FROM recall.store_indexes AS x
     WHERE x.dims = {dims} AND {xscope} AND x.ns <> ALL(%(scanned)s::text[])
+      AND x.ns <> ''  -- the index over every namespace: no namespace's own (and none when all
+                      -- are scanned, so the join with the items reads nothing)
 )
 
 -- name: store_session_knobs
