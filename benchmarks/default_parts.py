@@ -47,10 +47,11 @@ import recall.store.candidates as candidates_module
 from recall.config import Settings
 from recall.db.pool import connect_once
 from recall.embeddings import Vector
+from recall.search.assembly import KeywordSide
 from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import SecondStage
 from recall.store import MemoryStore
-from recall.store.candidates import SCOPE, _best_by_bm25
+from recall.store.candidates import SCOPE
 
 WARM = 50
 EMBEDDED = "query embedded"
@@ -197,7 +198,7 @@ async def server_args(
         )  # fmt: skip
     else:
         terms = await store._candidates.terms_of(user, keywords, None)
-        ids = _best_by_bm25(terms, k)
+        ids = KeywordSide(terms).best(k)
         args["keyword call, server"] = (user, tsquery, keywords.words)
         args["details call, server"] = (user, vector, k, ids, False)
     return args

@@ -145,8 +145,8 @@ class IndexPlanner:
         and those whose new vectors are written pending (the index that takes them leaves
         pending vectors out, 0028). Read with the finished indexes, a few seconds old at most:
         a namespace indexed since costs its writes a graph insert, never a result."""
-        names, indexes = self._indexes.names, self._indexes
-        own = frozenset(ns for ns in namespaces if (ns, dims) in names)
+        indexes = self._indexes
+        own = frozenset(ns for ns in namespaces if (ns, dims) in indexes.names)
         return own, frozenset(ns for ns in namespaces if indexes.waits(ns, dims))
 
     def _usable(self, ns: str, dims: int) -> bool:

@@ -6,6 +6,7 @@ side and the neighbours) (`assemble`); for a large user both come from one call,
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 from uuid import UUID
 
@@ -66,6 +67,13 @@ class KeywordSide:
                 self.memories = float(t.memories or 0.0)
             else:
                 self.hits[t.id] = (n, float(t.bm25 or 0.0), t.matched or [])
+
+    def best(self, k: int) -> list[UUID]:
+        """The ids of the best `k` memories by BM25: the first `k` in `recall.search_terms`'
+        order, which puts the best first and breaks ties by the newer memory, then by content
+        hash (migration 0023): the same in any database that holds the same memories, where the
+        ids are random."""
+        return list(itertools.islice(self.hits, k))
 
 
 _NO_HIT: tuple[int, float, list[int]] = (0, 0.0, [])

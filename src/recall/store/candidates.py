@@ -49,19 +49,11 @@ def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
     return [r for r in rows if not holds_nothing_row(r)]
 
 
-def _best_by_bm25(terms: list[TermRow], k: int) -> list[UUID]:
-    """The ids of the best `k` memories by BM25. Ties keep recall.search_terms' order, which
-    puts the newer memory first, then goes by content hash (migration 0023): the same in any
-    database that holds the same memories, where the ids are random."""
-    hits = sorted((t for t in terms if t.id is not None), key=lambda t: -(t.bm25 or 0.0))
-    return [t.id for t in hits[:k] if t.id is not None]
-
-
 def _pick(side: KeywordSide, details: list[DetailRow], near: list[UUID], k: int) -> list[DetailRow]:
     """The second stage's candidates, in `details`' order: the vector side's (`near`), and the
     best `k` by BM25, leaving out a row not judged yet that holds nothing. Picked before they
-    are assembled, so that only they are. The keyword side goes in `terms`' order (ties as in
-    `_best_by_bm25`)."""
+    are assembled, so that only they are. The keyword side goes in its rows' order (ties as in
+    `KeywordSide.best`)."""
     hits = side.hits
     held = [d for d in details if not holds_nothing_row(d)]
     ranked = sorted((hits[d.id][0], d.id) for d in held if d.id in hits and hits[d.id][1] > 0)
@@ -114,16 +106,15 @@ class Candidates:
             terms, details, nearest = await self._scoped(
                 user_id, query_vector, plan, keywords, k, vectors
             )
+            side = KeywordSide(terms)
         else:
             if terms is None:
                 terms = await self.terms_of(user_id, keywords, None)
-            details = await self.details_of(
-                user_id, query_vector, k, _best_by_bm25(terms, k), vectors
-            )
+            side = KeywordSide(terms)
+            details = await self.details_of(user_id, query_vector, k, side.best(k), vectors)
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
             nearest = [d.id for d in details][:k]
-        side = KeywordSide(terms)
         rows = assemble(side, _pick(side, details, nearest, k))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in nearest if i in position]
