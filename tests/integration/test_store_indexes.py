@@ -22,9 +22,9 @@ from recall.db import items as items_module
 from recall.db.calibration import calibrate_index, record_breadth
 from recall.db.pool import connect_once
 from recall.db.sql import run as run_sql
-from recall.db.storeindex import Breadth
+from recall.db.storeindex import Breadth, store_index_name
 from recall.errors import StoreError
-from tests.conftest import Databases
+from tests.conftest import ROOT, Databases
 
 DIMS = 32
 
@@ -147,111 +147,93 @@ async def _scalar(url: str, statement: bytes) -> object:
         await conn.close()
 
 
-async def test_the_index_over_every_namespace_leaves_out_namespaces_with_their_own(
+async def test_a_prefix_goes_through_one_graph_that_holds_every_vector(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Migration 0022: vectors written into a namespace with its own index are flagged and
-    stay out of the index over every namespace; a prefix search scans both indexes (and
-    compares exactly the flagged vectors of an own index it does not scan) and answers as the
-    exact scan does."""
-    async for store in _open(url, store_index_threshold=60, store_wide_threshold=100):
-        await store.abatch(
-            [PutOp(("org", "big"), f"b{i}", {"text": f"big {i}"}) for i in range(70)]
-            + [PutOp(("org", f"team{j}"), "k", {"text": f"team {j}"}) for j in range(50)]
-        )
-        await store.build_indexes(every_namespace=True)
-        # written after both indexes: into org.big's own only
-        await store.abatch(
-            [PutOp(("org", "big"), f"b{i}", {"text": f"big {i}"}) for i in range(70, 100)]
-            + [PutOp(("org", f"team{j}"), "k2", {"text": f"late {j}"}) for j in range(20)]
-        )
-        flagged = await _scalar(
-            url, b"SELECT count(*) FROM recall.store_vectors WHERE own_index AND ns = 'org.big'"
-        )
-        assert flagged == 30
-        assert not await _scalar(
-            url, b"SELECT count(*) FROM recall.store_vectors WHERE own_index AND ns <> 'org.big'"
-        )
-        definition = await _scalar(
-            url, b"SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_hnsw_all_32'"
-        )
-        assert "NOT own_index" in str(definition)
-        await store.asearch(("org",), query="query", limit=10)  # the planner counts the prefix
-        await store.wait_for_index_builds()
-        assert store._planner.through("org", DIMS) == "every"
-        assert [ns for ns, _ in store._planner.scans("org", DIMS)] == ["org.big"]
-        queries = ["big 85", "big 3", "late 7", "team 9", "query"]
-        for q in queries:
-            exact = await _exact(store, monkeypatch, ("org",), query=q, limit=10)
-            indexed = _page(await store.asearch(("org",), query=q, limit=10))
-            assert [(ns, key) for ns, key, _ in indexed] == [(ns, key) for ns, key, _ in exact]
-            assert [s for *_, s in indexed] == pytest.approx([s for *_, s in exact], abs=1e-9)
-        top = _page(await store.asearch(("org",), query="big 85", limit=1))
-        assert top[0][:2] == ("org.big", "b85")  # a flagged vector, from org.big's own index
-        # a process that does not know org.big's index yet: its flagged vectors compared exactly
-        monkeypatch.setattr(store._planner, "scans", lambda prefix, dims: ())
-        assert store._planner.through("org", DIMS) == "every"
-        for q in queries:
-            exact = await _exact(store, monkeypatch, ("org",), query=q, limit=10)
-            indexed = _page(await store.asearch(("org",), query=q, limit=10))
-            assert [(ns, key) for ns, key, _ in indexed] == [(ns, key) for ns, key, _ in exact]
-
-
-async def test_a_prefix_search_scans_each_index_at_its_own_breadth(
-    url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 38: a prefix through the index over every namespace scans the own index of each
-    namespace under it, each scan after its own hnsw.ef_search (its index's calibrated
-    breadth), and the page assembled from their candidates and the exact compare of what no
-    scan covers is the exact scan's, filters and deeper pages included."""
+    """Migration 0029: the index over every namespace holds the vectors of namespaces with an
+    index of their own too, so a prefix search is one scan at that index's breadth, and its
+    pages (vectors written after both indexes, pending or in bulk, filters, deeper pages) are
+    the exact scan's."""
     knobs: list[int] = []
 
     async def watched(conn: Any, name: str, params: Any = None) -> int:
-        if name == "store_search_knobs":
+        if name in ("store_session_knobs", "store_search_knobs"):
             knobs.append(params["ef_search"])
         return await run_sql(conn, name, params)
 
     async for store in _open(url, store_index_threshold=60, store_wide_threshold=100):
         await store.abatch(
             [PutOp(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i}) for i in range(70)]
-            + [PutOp(("org", "b"), f"b{i}", {"text": f"beta {i}", "n": i}) for i in range(80)]
             + [PutOp(("org", f"t{j}"), "k", {"text": f"team {j}", "n": j}) for j in range(50)]
         )
         await store.build_indexes(every_namespace=True)
-        # written after the indexes: flagged, in org.a's and org.b's own indexes only
-        await store.abatch(
-            [PutOp(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i}) for i in range(70, 90)]
-            + [PutOp(("org", "b"), f"b{i}", {"text": f"beta {i}", "n": i}) for i in range(80, 95)]
+        assert await _indexes(url) == [("", DIMS), ("org.a", DIMS)]
+        definition = await _scalar(
+            url, b"SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_hnsw_every_32'"
         )
-        await store.wait_for_index_builds()
-        breadths = {"": 60, "org.a": 120, "org.b": 300}  # as if calibrated so (distinct)
+        assert "NOT pending" in str(definition) and "own_index" not in str(definition)
+        # after both indexes: in bulk (into both graphs at once), then single puts (pending)
+        await store.abatch(
+            [PutOp(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i}) for i in range(70, 140)]
+        )
+        for i in range(140, 145):
+            await store.aput(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i})
         conn = await connect_once(url)
         try:
-            for ns, ef_search in breadths.items():
-                await record_breadth(conn, ns, DIMS, Breadth(ef_search, 1.0, 10_000))
+            await record_breadth(conn, "", DIMS, Breadth(60, 1.0, 10_000))
+            await record_breadth(conn, "org.a", DIMS, Breadth(300, 1.0, 10_000))
         finally:
             await conn.close()
         await store._planner.refresh_now()
         await store.asearch(("org",), query="query", limit=10)  # the planner counts the prefix
         await store.wait_for_index_builds()
         assert store._planner.through("org", DIMS) == "every"
-        assert store._planner.scans("org", DIMS) == (("org.a", 120), ("org.b", 300))
         monkeypatch.setattr("recall.db.items.run", watched)
         searches: list[dict[str, Any]] = [
-            {"query": q, "limit": 10} for q in ("alpha 85", "beta 3", "beta 90", "team 9", "x")
+            {"query": q, "limit": 10} for q in ("alpha 85", "alpha 3", "alpha 143", "team 9")
         ] + [
             {"query": "alpha 88", "limit": 5, "offset": 4},
-            {"query": "beta 91", "limit": 10, "filter": {"n": {"$gte": 40}}},
+            {"query": "alpha 91", "limit": 10, "filter": {"n": {"$gte": 40}}},
         ]
         for search in searches:
             exact = await _exact(store, monkeypatch, ("org",), **search)
             knobs.clear()
             indexed = _page(await store.asearch(("org",), **search))
-            assert knobs == [60, 120, 300]  # the wide index, then org.a's, then org.b's
+            assert knobs in ([], [60])  # one scan, at the wide index's breadth (sent when new)
             assert [(ns, key) for ns, key, _ in indexed] == [(ns, key) for ns, key, _ in exact]
             assert [s for *_, s in indexed] == pytest.approx([s for *_, s in exact], abs=1e-9)
-        top = _page(await store.asearch(("org",), query="beta 90", limit=1))
-        assert top[0][:2] == ("org.b", "b90")  # a flagged vector, from org.b's own scan
+        for text, key in (("alpha 120", "a120"), ("alpha 143", "a143")):
+            top = _page(await store.asearch(("org",), query=text, limit=1))
+            assert top[0][:2] == ("org.a", key)  # written in bulk, and pending (or joined)
+
+
+async def test_the_migration_drops_the_index_that_left_own_namespaces_out(url: str) -> None:
+    """Migration 0029 drops an index over every namespace built before it (`NOT own_index`,
+    named "_all_"), recorded or left unrecorded by a build cut short, and its record; a
+    namespace's own index stays."""
+    async for store in _open(url, store_index_threshold=60):
+        await store.abatch([PutOp(("org", "a"), f"a{i}", {"text": f"a {i}"}) for i in range(70)])
+        await store.wait_for_index_builds()
+    conn = await connect_once(url)
+    try:
+        for dims in (DIMS, 64):
+            await conn.execute(sql.SQL(
+                "CREATE INDEX {} ON recall.store_vectors USING hnsw "
+                "((embedding::vector({})) vector_cosine_ops) WHERE dims = {} AND NOT own_index"
+            ).format(sql.Identifier(f"store_vectors_hnsw_all_{dims}"), dims, dims))  # fmt: skip
+        await conn.execute(
+            b"INSERT INTO recall.store_indexes (ns, dims, index_name) "
+            b"VALUES ('', 32, 'store_vectors_hnsw_all_32')"
+        )
+        migration = (ROOT / "migrations" / "0029_store_one_wide_graph.sql").read_bytes()
+        await conn.execute(migration)
+        cur = await conn.execute(
+            b"SELECT indexname FROM pg_indexes WHERE indexname LIKE 'store_vectors_hnsw_%'"
+        )
+        assert [name for (name,) in await cur.fetchall()] == [store_index_name("org.a", DIMS)]
+    finally:
+        await conn.close()
+    assert await _indexes(url) == [("org.a", DIMS)]
 
 
 async def test_a_batch_that_takes_a_namespace_past_the_threshold_builds_its_index_at_once(
@@ -347,12 +329,12 @@ async def test_a_read_batch_scans_at_its_connections_breadth_set_only_when_it_ch
 
 
 def _failing(real: Any) -> Any:
-    """`indexed_statements` whose one-breadth statement fails in the server."""
+    """`indexed_statement` whose statement fails in the server."""
 
     def broken(plan: Any, dims: int) -> Any:
         return dataclasses.replace(
             real(plan, dims),
-            single=sql.SQL("SELECT no_such_column FROM recall.store_items").format(),
+            statement=sql.SQL("SELECT no_such_column FROM recall.store_items").format(),
         )
 
     return broken
@@ -379,12 +361,12 @@ async def test_a_read_batch_whose_search_fails_sets_its_knobs_again_next_time(
         assert store._planner.through("kb", DIMS) == "namespace"
         items_module._SESSION_BREADTH.clear()
         monkeypatch.setattr("recall.db.items.run", watched)
-        real = items_module.indexed_statements
-        monkeypatch.setattr(items_module, "indexed_statements", _failing(real))
+        real = items_module.indexed_statement
+        monkeypatch.setattr(items_module, "indexed_statement", _failing(real))
         with pytest.raises(StoreError):
             await store.asearch(("kb",), query="fact 1", limit=5)
         assert sent == ["store_session_knobs"]
         assert not items_module._SESSION_BREADTH
-        monkeypatch.setattr(items_module, "indexed_statements", real)
+        monkeypatch.setattr(items_module, "indexed_statement", real)
         assert len(await store.asearch(("kb",), query="fact 2", limit=5)) == 5
         assert sent == ["store_session_knobs", "store_session_knobs"]

@@ -181,25 +181,22 @@ async def run_writes(
     index: IndexSpec | None,
     planner: IndexPlanner,
 ) -> bool:
-    """Apply a run of consecutive puts: for each item only its last put counts. The vectors
-    of namespaces with an index of their own (as `planner` knows them) are flagged, so that
-    the index over every namespace leaves them out (migration 0022); in a run of at most
-    `PENDING_MAX` vectors, those that an index leaving pending vectors out would take are
-    written pending (0028). Returns whether any vector was written pending (they join their
-    graphs once the batch has committed)."""
+    """Apply a run of consecutive puts: for each item only its last put counts. In a run of at
+    most `PENDING_MAX` vectors, those that an index leaving pending vectors out would take (as
+    `planner` knows the indexes) are written pending (migration 0028). Returns whether any
+    vector was written pending (they join their graphs once the batch has committed)."""
     last: dict[tuple[str, str], ItemWrite | None] = {}
     for position, op in ops:
         last[(join(op.namespace), op.key)] = prepared.writes[position]
     await delete_items(conn, [item for item, write in last.items() if write is None])
     writes = [write for write in last.values() if write is not None]
-    own: frozenset[str] = frozenset()
     pending: frozenset[str] = frozenset()
     if index is not None:
         await planner.refresh(conn)
-        own, pending = planner.flags(index.dims, {w.ns for w in writes if w.vectors})
-        if sum(len(w.vectors) for w in writes) > PENDING_MAX:
-            pending = frozenset()  # a bulk load inserts into the graphs as it writes
-    await write_items(conn, writes, own, pending)
+        # a bulk load inserts into the graphs as it writes
+        if sum(len(w.vectors) for w in writes) <= PENDING_MAX:
+            pending = planner.pending(index.dims, {w.ns for w in writes if w.vectors})
+    await write_items(conn, writes, pending)
     return bool(pending)
 
 
@@ -241,8 +238,6 @@ async def run_read(
                 plan,
                 through=through,
                 ef_search=planner.breadth(plan.prefix, dims, through),
-                # each with its own breadth: scanned by statements of their own (issue 38)
-                scans=planner.scans(plan.prefix, dims) if through == "every" else (),
             )
             planner.searched(plan.prefix, dims)
             planner.asked(plan.prefix, dims, through, plan.query)

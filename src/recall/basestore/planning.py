@@ -5,11 +5,11 @@ Small namespaces are compared exactly. A namespace with `store_index_threshold` 
 gets an HNSW index of its own, built once a write takes it past the threshold (before the batch
 returns up to `SYNC_BUILD_MAX` vectors) or a search meets it; a prefix holding
 `store_wide_threshold` vectors or more and a large share of the store goes through the index
-over every namespace (migration 0022). Each index is calibrated once built and again when it
-has grown by a quarter (`recall.basestore.breadth`), then a share of its searches is checked
-against the exact scan in the background (`recall.basestore.questions`, issue 47). The plan
-comes from what this process knows (indexes read every few seconds, prefix sizes counted every
-five minutes): a stale choice costs speed, never results.
+over every namespace (which holds every vector: migration 0029). Each index is calibrated once
+built and again when it has grown by a quarter (`recall.basestore.breadth`), then a share of
+its searches is checked against the exact scan in the background (`recall.basestore.questions`,
+issue 47). The plan comes from what this process knows (indexes read every few seconds, prefix
+sizes counted every five minutes): a stale choice costs speed, never results.
 """
 
 from __future__ import annotations
@@ -122,32 +122,12 @@ class IndexPlanner:
             return "every"
         return None
 
-    def scans(self, prefix: str, dims: int) -> tuple[tuple[str, int], ...]:
-        """The namespaces under `prefix` whose own index a search through the index over every
-        namespace scans beside it (that index leaves out their flagged vectors, migration
-        0022), each with its breadth (as `breadth` says for the namespace): every usable one
-        this process knows of, sorted (the statements' text, prepared once per index). The
-        flagged vectors of the others are compared exactly."""
-        return tuple(
-            sorted(
-                (ns, self._breadth(ns, dims))
-                for ns, d in self._indexes.names
-                if d == dims
-                and ns != EVERY_NAMESPACE
-                and (not prefix or ns == prefix or ns.startswith(prefix + "."))
-                and self._usable(ns, dims)
-            )
-        )
-
-    def flags(self, dims: int, namespaces: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
-        """Of `namespaces`, those with a recorded index of their own at `dims` (their new
-        vectors are flagged: the index over every namespace leaves them out, migration 0022),
-        and those whose new vectors are written pending (the index that takes them leaves
-        pending vectors out, 0028). Read with the finished indexes, a few seconds old at most:
-        a namespace indexed since costs its writes a graph insert, never a result."""
-        indexes = self._indexes
-        own = frozenset(ns for ns in namespaces if (ns, dims) in indexes.names)
-        return own, frozenset(ns for ns in namespaces if indexes.waits(ns, dims))
+    def pending(self, dims: int, namespaces: Iterable[str]) -> frozenset[str]:
+        """Of `namespaces`, those whose new vectors at `dims` are written pending: the index
+        that takes them leaves pending vectors out (migration 0028). Read with the finished
+        indexes, a few seconds old at most: a namespace indexed since costs its writes a graph
+        insert, never a result."""
+        return frozenset(ns for ns in namespaces if self._indexes.waits(ns, dims))
 
     def _usable(self, ns: str, dims: int) -> bool:
         return usable(self._indexes.breadths.get((ns, dims)), self._vectors(ns, dims))
@@ -165,8 +145,7 @@ class IndexPlanner:
 
     def breadth(self, prefix: str, dims: int, through: Through) -> int:
         """How wide a search through `through` looks (hnsw.ef_search): the index's
-        (`recall.basestore.breadth.breadth_of`). Through the index over every namespace, that
-        index's own: each own index scanned beside it looks as wide as its own (`scans`)."""
+        (`recall.basestore.breadth.breadth_of`)."""
         return self._breadth(prefix if through == "namespace" else EVERY_NAMESPACE, dims)
 
     def _breadth(self, ns: str, dims: int) -> int:

@@ -68,9 +68,8 @@ class Question:
 def _near(ns: str) -> sql.Composable:
     # what the index holds: not the pending vectors (migration 0028; one built before holds
     # them too, and a scan of it leaves them out all the same)
-    if ns == EVERY_NAMESPACE:
-        # the unflagged vectors (migration 0022; one built before holds these and more)
-        return sql.SQL("NOT v.own_index AND NOT v.pending")
+    if ns == EVERY_NAMESPACE:  # every vector (migration 0029)
+        return sql.SQL("NOT v.pending")
     return sql.SQL("v.ns = {} AND NOT v.pending").format(sql.Literal(ns))
 
 
@@ -190,7 +189,6 @@ async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int) -> Bre
     async with conn.transaction():
         await run(conn, "repeatable_read")
         if ns == EVERY_NAMESPACE:
-            # what it holds: the vectors no namespace's own index took (migration 0022)
             vectors = int(await fetch_value(conn, "store_wide_vectors", {"dims": dims}) or 0)
         else:
             vectors = int(await fetch_value(

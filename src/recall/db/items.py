@@ -8,7 +8,6 @@ whose transaction the caller holds.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,15 +25,12 @@ from recall.rows import StoreItemRow
 from recall.search.bm25 import SATURATION
 
 __all__ = [
-    "IndexScan",
-    "IndexedStatements",
+    "IndexedStatement",
     "ItemWrite",
     "SearchPlan",
-    "candidate_params",
     "delete_items",
     "get_items",
-    "index_scans",
-    "indexed_statements",
+    "indexed_statement",
     "list_ns",
     "prefix_size",
     "refresh_items",
@@ -43,7 +39,7 @@ __all__ = [
     "write_items",
 ]
 
-_VECTOR_TYPES = ["text", "text", "text", "int4", "vector", "bool", "bool"]
+_VECTOR_TYPES = ["text", "text", "text", "int4", "vector", "bool"]
 _MAX_EF_SEARCH = 1000
 # The breadth each pooled connection's session holds (`store_session_knobs`), as far as this
 # process set it; a connection the pool drops leaves with its entry.
@@ -72,11 +68,8 @@ class SearchPlan:
     relevance (`weights`: its intercept then its five weights). A semantic search may go
     `through` an HNSW index (migration 0015): the prefix's own ("namespace": the prefix is a
     namespace with an index; its children are still compared exactly) or the one over every
-    namespace ("every"), scanning `ef_search` wide; None: the exact scan. Through the index
-    over every namespace, which leaves out the vectors of namespaces with an index of their own
-    (migration 0022), `scans` names the namespaces under the prefix whose own index is scanned
-    beside it, each with its own breadth (`ef_search` is then the wide index's); the flagged
-    vectors of any other indexed namespace under the prefix are compared exactly.
+    namespace ("every", which holds every vector: migration 0029), scanning `ef_search` wide;
+    None: the exact scan.
     """
 
     prefix: str
@@ -90,7 +83,6 @@ class SearchPlan:
     weights: Sequence[float] = ()
     through: Literal["namespace", "every"] | None = None
     ef_search: int = 100
-    scans: tuple[tuple[str, int], ...] = ()
 
     @property
     def candidates(self) -> int:
@@ -131,15 +123,12 @@ async def refresh_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, s
 async def write_items(
     conn: AsyncConnection[Any],
     writes: Sequence[ItemWrite],
-    own: Collection[str] = (),
     pending: Collection[str] = (),
 ) -> None:
     """Insert or replace items; each one's vectors are replaced by the ones given (none for
-    an item put with `index=False`). The vectors of namespaces in `own` (with an index of their
-    own: only a recorded one may be named) are flagged so that the index over every namespace
-    leaves them out (migration 0022); those of namespaces in `pending` are written pending
-    (0028): they join their graphs later (`recall.db.storeindex.join_graphs`), and the indexed
-    searches compare them exactly until then."""
+    an item put with `index=False`). Those of namespaces in `pending` are written pending
+    (migration 0028): they join their graphs later (`recall.db.storeindex.join_graphs`), and
+    the indexed searches compare them exactly until then."""
     if not writes:
         return
     async with conn.cursor() as cur:
@@ -163,9 +152,9 @@ async def write_items(
             async with cur.copy(query("store_copy_vectors")) as copy:
                 copy.set_types(_VECTOR_TYPES)
                 for w in writes:
-                    flagged, waits = w.ns in own, w.ns in pending
+                    waits = w.ns in pending
                     for field, ordinal, vector in w.vectors:
-                        await copy.write_row((w.ns, w.key, field, ordinal, vector, flagged, waits))
+                        await copy.write_row((w.ns, w.key, field, ordinal, vector, waits))
 
 
 async def delete_items(conn: AsyncConnection[Any], items: Sequence[tuple[str, str]]) -> None:
@@ -199,107 +188,50 @@ async def prefix_size(conn: AsyncConnection[Any], prefix: str, cap: int) -> int:
     return int(row[0]) if row else 0
 
 
-def _scan(near: sql.Composable, part: int, plan: SearchPlan, dims: int) -> sql.Composed:
-    return _composed(
+@dataclass(frozen=True, slots=True)
+class IndexedStatement:
+    """The statement of an indexed search (what `search_items` runs; benchmarks time it):
+    `store_search_indexed` over one HNSW scan, how wide the scan looks (`hnsw.ef_search`: the
+    index's breadth, at least the plan's candidates) and its values."""
+
+    statement: sql.Composed
+    ef_search: int
+    params: dict[str, Any]
+
+
+def indexed_statement(plan: SearchPlan, dims: int) -> IndexedStatement:
+    """The statement of `plan`'s search through its index (`plan.through` is set): one scan,
+    of the prefix's own index or of the index over every namespace, which holds every vector
+    (migration 0029), and what the scan does not cover (<rest>): the pending vectors (migration
+    0028) under the prefix, and a namespace's children."""
+    within, params = scope(plan.prefix, "v")
+    if plan.through == "namespace":
+        # constants: the statement is one index's, prepared once per connection
+        near: sql.Composable = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
+        # the children's range as constants too: a generic plan then knows it holds (next to)
+        # nothing when the namespace has no children, and probes the primary key for it
+        rest: sql.Composable = sql.SQL("(v.ns >= {} AND v.ns < {}) OR (v.pending AND {})").format(
+            sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi")), near
+        )
+        params.pop("ns")
+    else:
+        near, rest = within, sql.SQL("v.pending AND {}").format(within)
+    scan = _composed(
         "store_search_indexed_scan",
         near=near,
-        part=sql.Literal(part),
         filter=plan.filter.condition,
         vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
         dims=sql.Literal(dims),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class IndexScan:
-    """One HNSW scan of an indexed search: its number in the statement (`part`), the
-    namespace whose own index it reads (None: the index over every namespace) and how wide it
-    looks (`hnsw.ef_search`: the index's breadth, at least the plan's candidates)."""
-
-    part: int
-    ns: str | None
-    ef_search: int
-
-
-def index_scans(plan: SearchPlan) -> list[IndexScan]:
-    """The HNSW scans of `plan`'s indexed search, in the order they run: the prefix's own
-    index, or the index over every namespace then each own index named in `plan.scans`. Empty
-    for a plan that goes through no index."""
-    if plan.through is None:
-        return []
-    if plan.through == "namespace":  # the prefix's own index alone
-        scans = [IndexScan(0, plan.prefix, plan.ef_search)]
-    else:  # the index over every namespace, then each own index named in the plan
-        scans = [IndexScan(0, None, plan.ef_search)]
-        scans += [IndexScan(part, ns, ef) for part, (ns, ef) in enumerate(plan.scans, start=1)]
-    return [dataclasses.replace(s, ef_search=max(s.ef_search, plan.candidates)) for s in scans]
-
-
-@dataclass(frozen=True, slots=True)
-class IndexedStatements:
-    """The statements of an indexed search (what `search_items` runs; benchmarks time them).
-
-    `scans`: each HNSW scan with its own statement (`store_search_indexed_scan`); `single`:
-    `store_search_indexed` with every scan in it (`UNION ALL`), run when the scans share one
-    breadth; `merge`: `store_search_indexed` over the candidates the scans returned as
-    statements of their own (`store_search_candidates`, with `candidate_params`); `params`:
-    the values of all of them.
-    """
-
-    scans: list[tuple[IndexScan, sql.Composed]]
-    single: sql.Composed
-    merge: sql.Composed
-    params: dict[str, Any]
-
-
-def candidate_params(rows: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
-    """The values of `store_search_candidates`: the scans' rows (ns, key, distance, part)."""
-    return {
-        name: [row[i] for row in rows]
-        for i, name in enumerate(("near_ns", "near_keys", "near_distances", "near_parts"))
-    }
-
-
-def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
-    """The statements of `plan`'s search through its indexes (`plan.through` is set)."""
-    within, params = scope(plan.prefix, "v")
-    planned = index_scans(plan)
-    scans: list[sql.Composed] = []
-    # <rest>: what no scan covers; the pending vectors (migration 0028) under the prefix, which
-    # no graph holds yet (a scan leaves them out: store_search_indexed_scan), in <rest> or
-    # <waiting> (store_search_indexed says why two)
-    if plan.through == "namespace":
-        # a constant: the statement is one index's, prepared once per connection
-        own = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
-        scans.append(_scan(own, 0, plan, dims))
-        # the children's range as constants too: a generic plan then knows it holds (next to)
-        # nothing when the namespace has no children, and probes the primary key for it
-        rest: sql.Composable = sql.SQL("(v.ns >= {} AND v.ns < {}) OR (v.pending AND {})").format(
-            sql.Literal(params.pop("ns_lo")), sql.Literal(params.pop("ns_hi")), own
-        )
-        waiting: sql.Composable = sql.SQL("FALSE")
-        params.pop("ns")
-    else:
-        # the index over every namespace holds the unflagged vectors (NOT own_index, a constant
-        # its predicate needs); each namespace with an index of its own is scanned through it
-        scans.append(_scan(sql.SQL("{} AND NOT v.own_index").format(within), 0, plan, dims))
-        for scan in planned[1:]:
-            near = sql.SQL("v.ns = {}").format(sql.Literal(scan.ns))
-            scans.append(_scan(near, scan.part, plan, dims))
-        xscope = scope(plan.prefix, "x")[0]
-        unscanned = _composed("store_indexes_unscanned", dims=sql.Literal(dims), xscope=xscope)
-        rest, waiting = unscanned, sql.SQL("v.pending AND {}").format(within)
-        params["scanned"] = [ns for ns, _ in plan.scans]
-    parts = {"rest": rest, "waiting": waiting, "filter": plan.filter.condition,
-             "dims": sql.Literal(dims)}  # fmt: skip
-    return IndexedStatements(
-        scans=list(zip(planned, scans, strict=True)),
-        single=_composed("store_search_indexed", scans=sql.SQL(" UNION ALL ").join(scans), **parts),
-        merge=_composed(
+    return IndexedStatement(
+        statement=_composed(
             "store_search_indexed",
-            scans=sql.SQL(query("store_search_candidates").decode()),
-            **parts,
+            scan=scan,
+            rest=rest,
+            filter=plan.filter.condition,
+            dims=sql.Literal(dims),
         ),
+        ef_search=max(plan.ef_search, plan.candidates),
         params={
             **params,
             **plan.filter.params,
@@ -314,48 +246,32 @@ def indexed_statements(plan: SearchPlan, dims: int) -> IndexedStatements:
 async def _search_indexed(
     conn: AsyncConnection[Any], plan: SearchPlan, dims: int
 ) -> list[StoreItemRow]:
-    statements = indexed_statements(plan, dims)
-    params = statements.params
-    breadths = {scan.ef_search for scan, _ in statements.scans}
+    indexed = indexed_statement(plan, dims)
+    statement, params, ef_search = indexed.statement, indexed.params, indexed.ef_search
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
-    # the index's predicate (ns, dims) is in each statement's text as constants, so even a
+    # the index's predicate (ns, dims) is in the statement's text as constants, so even a
     # generic plan proves it: prepared, a statement is planned once per index and connection
-    idle = conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE
-    if len(breadths) == 1 and idle:
+    if conn.autocommit and conn.info.transaction_status == TransactionStatus.IDLE:
         # a batch of reads on the store's own (autocommit) pool: the connection's own knobs,
         # sent with the search only when they change, and no transaction around it (issue 56:
         # a quarter to half a millisecond). A pool that is not autocommit would open a
         # transaction here whose rollback undoes them: it takes the path below.
-        ef_search = breadths.pop()
         try:
             async with conn.pipeline():
                 if _SESSION_BREADTH.get(conn) != ef_search:
                     await run(conn, "store_session_knobs", {"ef_search": ef_search})
                     _SESSION_BREADTH[conn] = ef_search
-                await cur.execute(statements.single, params, prepare=True)
+                await cur.execute(statement, params, prepare=True)
         except BaseException:
             # a failed pipeline undoes its settings with it: set them again next time
             _SESSION_BREADTH.pop(conn, None)
             raise
         return await cur.fetchall()
-    if len(breadths) == 1:
-        # in the caller's transaction (a batch with a put): the knobs and the search in one
-        # round trip, in a savepoint, the knobs holding for it only
-        async with conn.pipeline(), conn.transaction():
-            await run(conn, "store_search_knobs", {"ef_search": breadths.pop()})
-            await cur.execute(statements.single, params, prepare=True)
-        return await cur.fetchall()
-    # Scans of different breadths (issue 38): one hnsw.ef_search holds for a whole statement,
-    # so each scan is a statement of its own after its own knob, all in one round trip; their
-    # candidates then go into the statement that compares the rest exactly and makes the page.
-    async with conn.transaction():
-        async with conn.pipeline():
-            found = []
-            for scan, statement in statements.scans:
-                await run(conn, "store_search_knobs", {"ef_search": scan.ef_search})
-                found.append(await conn.execute(statement, params, prepare=True))
-        near = [row for each in found for row in await each.fetchall()]
-        await cur.execute(statements.merge, {**params, **candidate_params(near)}, prepare=True)
+    # in the caller's transaction (a batch with a put): the knobs and the search in one round
+    # trip, in a savepoint, the knobs holding for it only
+    async with conn.pipeline(), conn.transaction():
+        await run(conn, "store_search_knobs", {"ef_search": ef_search})
+        await cur.execute(statement, params, prepare=True)
     return await cur.fetchall()
 
 

@@ -39,11 +39,9 @@ ON CONFLICT (ns, key) DO UPDATE SET
 DELETE FROM recall.store_vectors WHERE ns = %(ns)s AND key = %(key)s
 
 -- name: store_copy_vectors
--- own_index (migration 0022): the namespace had an index of its own when the writer looked, so
--- the vector goes into that index and not into the one over every namespace; pending (migration
--- 0028): the index that takes it leaves waiting vectors out, so it joins the graph later
--- (store_join_graphs)
-COPY recall.store_vectors (ns, key, field, ord, embedding, own_index, pending)
+-- pending (migration 0028): the index that takes it leaves waiting vectors out, so it joins the
+-- graph later (store_join_graphs)
+COPY recall.store_vectors (ns, key, field, ord, embedding, pending)
 FROM STDIN (FORMAT BINARY)
 
 -- name: store_join_graphs
@@ -171,41 +169,28 @@ ORDER BY score DESC NULLS LAST, updated_at DESC, ns, key
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_indexed
--- Through HNSW indexes (migration 0015; recall.db.storeindex): the nearest `candidates` vectors
--- of each index scan in <scans> (store_search_indexed_scan blocks joined by UNION ALL when the
--- scans share one hnsw.ef_search; else store_search_candidates, what each scan returned as a
--- statement of its own) whose items are live and pass the filter, then every candidate's exact cosine, ranked as
--- store_search_semantic ranks. <rest> is what no scan covers, compared exactly, all of it: the
--- pending vectors under the prefix (migration 0028: in no graph yet, found by their own index); a
--- namespace's children when the scan is the namespace's own index; for the index over every
--- namespace, which leaves out vectors flagged own_index (migration 0022), the flagged vectors of
--- namespaces whose own index the caller did not scan; FALSE when there is nothing. <dims> is the
--- dimension as a constant: with each scan's predicate in constants too, a generic plan still
--- proves the partial indexes' predicates, so the statement is prepared once per set of indexes
--- and connection (issue 38). The caller falls back to store_search_semantic when this returns
--- less than a full page (an item counted once however many vectors it has).
+-- Through an HNSW index (migration 0015; recall.db.storeindex): the nearest `candidates` vectors
+-- of the index's scan <scan> (store_search_indexed_scan) whose items are live and pass the
+-- filter, then every candidate's exact cosine, ranked as store_search_semantic ranks. <rest>
+-- is what the scan does not cover, compared exactly, all of it: the pending vectors under the
+-- prefix (migration 0028: in no graph yet, found by their own index) and, through a namespace's
+-- own index, its children (the index over every namespace holds every other vector: migration
+-- 0029). <dims> is the dimension as a constant: with the scan's
+-- predicate in constants too, a generic plan still proves the partial index's predicate, so the
+-- statement is prepared once per index and connection (issue 38). The caller falls back to
+-- store_search_semantic when this returns less than a full page (an item counted once however
+-- many vectors it has).
 WITH near AS MATERIALIZED (
-    {scans}
+    {scan}
 ), rest AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
     JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
     WHERE ({rest}) AND v.dims = {dims}
       AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
-), waiting AS MATERIALIZED (
-    -- <waiting>: the pending vectors under a prefix searched through the index over every
-    -- namespace (migration 0028), apart from <rest>: in one condition with it, an OR, the
-    -- planner read every vector of the table (issue 56); FALSE for a namespace's own index,
-    -- whose pending vectors <rest> takes (a bitmap OR of two index scans there)
-    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
-    FROM recall.store_vectors AS v
-    JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
-    WHERE {waiting} AND v.dims = {dims}
-      AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
 ), scored AS (
     SELECT ns, key, 1 - min(distance) AS score
-    FROM (SELECT ns, key, distance FROM near UNION ALL SELECT * FROM rest
-          UNION ALL SELECT * FROM waiting) AS c
+    FROM (SELECT * FROM near UNION ALL SELECT * FROM rest) AS c
     GROUP BY ns, key
 ), page AS (
     SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, s.score,
@@ -215,13 +200,12 @@ WITH near AS MATERIALIZED (
     ORDER BY s.score DESC, i.updated_at DESC, i.ns, i.key
     LIMIT %(limit)s OFFSET %(offset)s
 ), boundary AS (
-    -- each scan's farthest candidate, when the scan was cut at `candidates` (else it saw
-    -- everything its index holds under the prefix)
-    SELECT max(CASE WHEN n >= %(candidates)s THEN 1 - far END) AS score
-    FROM (SELECT count(*) AS n, max(distance) AS far FROM near GROUP BY part) AS cut
+    -- the scan's farthest candidate, when it was cut at `candidates` (else it saw everything
+    -- its index holds under the prefix)
+    SELECT CASE WHEN count(*) >= %(candidates)s THEN 1 - max(distance) END AS score FROM near
 )
--- A page whose last score does not beat a cut scan's farthest candidate may hold a tie that goes
--- on past the candidates, which the index (in its own, physical order) cut: nothing is
+-- A page whose last score does not beat the cut scan's farthest candidate may hold a tie that
+-- goes on past the candidates, which the index (in its own, physical order) cut: nothing is
 -- returned, and the caller's exact scan breaks the tie by date, namespace and key, as always.
 SELECT p.* FROM page AS p
 WHERE NOT EXISTS (
@@ -230,39 +214,19 @@ WHERE NOT EXISTS (
 ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
 
 -- name: store_search_indexed_scan
--- One index's scan in store_search_indexed (or a statement of its own, run after its own
--- store_search_knobs, when the scans of one search differ in breadth): <near> is the index's predicate and the prefix
--- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range AND NOT v.own_index
--- for the index over every namespace), <part> the scan's number, <vtype> the index's vector
--- type (vector(<dims>)), <dims> the dimension, both constants. NOT v.pending: the vectors in the
--- graph (an index built since migration 0028 leaves the pending ones out, and its predicate
--- must follow from the statement's text; the search compares the pending ones exactly).
-(SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance, {part} AS part
+-- The index's scan in store_search_indexed: <near> is the index's predicate and the prefix
+-- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range for the index over
+-- every namespace), <vtype> the index's vector type (vector(<dims>)), <dims> the dimension, both
+-- constants. NOT v.pending: the vectors in the graph (an index built since migration 0028
+-- leaves the pending ones out, and its predicate must follow from the statement's text; the
+-- search compares the pending ones exactly).
+(SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
  FROM recall.store_vectors AS v
  JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
  WHERE {near} AND NOT v.pending AND v.dims = {dims}
    AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
  ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
  LIMIT %(candidates)s)
-
--- name: store_search_candidates
--- <scans> of store_search_indexed when the scans ran as statements of their own, each at its
--- own hnsw.ef_search (a prefix through the index over every namespace and the own indexes
--- under it): their candidates, as they returned them, with each scan's number
-SELECT n.ns, n.key, n.distance, n.part
-FROM unnest(%(near_ns)s::text[], %(near_keys)s::text[], %(near_distances)s::float8[],
-            %(near_parts)s::int4[]) AS n (ns, key, distance, part)
-
--- name: store_indexes_unscanned
--- <rest> of a search through the index over every namespace: the flagged vectors (migration
--- 0022) of namespaces under the prefix whose own index the caller does not scan (one it did
--- not know of yet, or one it does not use); <xscope> is the prefix over recall.store_indexes
-v.own_index AND v.ns IN (
-    SELECT x.ns FROM recall.store_indexes AS x
-    WHERE x.dims = {dims} AND {xscope} AND x.ns <> ALL(%(scanned)s::text[])
-      AND x.ns <> ''  -- the index over every namespace: no namespace's own (and none when all
-                      -- are scanned, so the join with the items reads nothing)
-)
 
 -- name: store_session_knobs
 -- store_search_knobs for the session: what a read outside a transaction scans with, set on a
@@ -309,8 +273,8 @@ HAVING count(*) >= %(threshold)s
 ORDER BY count(*) DESC, v.ns
 
 -- name: store_wide_vectors
--- what the index over every namespace holds (migration 0022): the unflagged vectors
-SELECT count(*) FROM recall.store_vectors WHERE dims = %(dims)s AND NOT own_index
+-- what the index over every namespace holds (migration 0029): every vector
+SELECT count(*) FROM recall.store_vectors WHERE dims = %(dims)s
 
 -- name: store_namespace_vectors
 SELECT count(*) FROM recall.store_vectors WHERE ns = %(ns)s AND dims = %(dims)s

@@ -3,13 +3,13 @@ namespace for wide prefixes; which exist, which are due, and building them.
 
 A namespace's index is partial (`WHERE ns = '<namespace>' AND dims = <dims>`), so its scan
 returns that namespace's vectors only and loses nothing to a filter on other namespaces; the
-index over every namespace (`WHERE dims = <dims> AND NOT own_index`, recorded with ns '';
-migration 0022: it leaves out the vectors written into namespaces with an index of their own)
-serves prefixes that hold a large share of the store. Since migration 0028 both also leave out
-the pending vectors (`AND NOT pending`): a put's vector joins the graph in the background.
-Both index the expression `embedding::vector(<dims>)` (HNSW needs a fixed dimension; the column
-holds any). Builds share the advisory lock of the per-user builds (`recall.db.hnswbuild`): two
-CREATE INDEX CONCURRENTLY on one table deadlock.
+index over every namespace (`WHERE dims = <dims>`, recorded with ns ''; migration 0029: it
+holds every vector, those of namespaces with an index of their own too) serves prefixes that
+hold a large share of the store in one scan. Since migration 0028 both leave out the pending
+vectors (`AND NOT pending`): a put's vector joins the graphs in the background. Both index the
+expression `embedding::vector(<dims>)` (HNSW needs a fixed dimension; the column holds any).
+Builds share the advisory lock of the per-user builds (`recall.db.hnswbuild`): two CREATE
+INDEX CONCURRENTLY on one table deadlock.
 """
 
 from __future__ import annotations
@@ -66,8 +66,10 @@ class StoreIndexes:
 
     def waits(self, ns: str, dims: int) -> bool:
         """Whether a vector written into `ns` at `dims` is written pending (migration 0028):
-        the index that takes it (the namespace's own, else the one over every namespace)
-        leaves pending vectors out."""
+        the namespace's own index leaves pending vectors out, or it has none and the index
+        over every namespace does. (An own index built before 0028 takes its vectors at once,
+        and the one over every namespace with them: every index over every namespace since
+        0029 leaves pending vectors out.)"""
         if (ns, dims) in self.names:
             return (ns, dims) in self.leave_pending
         return (EVERY_NAMESPACE, dims) in self.leave_pending
@@ -76,7 +78,7 @@ class StoreIndexes:
 def store_index_name(ns: str, dims: int) -> str:
     """A stable, short index name for a namespace (or every namespace) at a dimension."""
     if ns == EVERY_NAMESPACE:
-        return f"store_vectors_hnsw_all_{dims}"
+        return f"store_vectors_hnsw_every_{dims}"  # "_all_" before migration 0029
     digest = hashlib.sha256(f"{dims}:{ns}".encode()).hexdigest()[:24]
     return f"store_vectors_hnsw_ns_{digest}"
 
@@ -111,9 +113,6 @@ def _create(name: str, ns: str, dims: int, m: int, ef_construction: int) -> sql.
     where = sql.SQL("dims = {}").format(sql.Literal(dims))
     if ns != EVERY_NAMESPACE:
         where = sql.SQL("ns = {} AND ").format(sql.Literal(ns)) + where
-    else:
-        # the vectors of namespaces with an index of their own stay out (migration 0022)
-        where = where + sql.SQL(" AND NOT own_index")
     # a vector joins the graph when its flag is cleared, not while a put waits (migration 0028)
     where = where + sql.SQL(" AND NOT pending")
     return sql.SQL(
