@@ -9,9 +9,11 @@
 -- answers a prefix in one scan (762 buffers at breadth 40, recall@10 0.951 against the peer's
 -- 0.932).
 --
--- An index over every namespace built from now on is `WHERE dims = <dims> AND NOT pending`
--- under a new name (store_vectors_hnsw_every_<dims>, recall.db.storeindex), and the old ones are
--- dropped here: each write still inserted into them, and no search reads them any more. A
+-- An index over every namespace built from now on holds `embedding::halfvec(<dims>)` `WHERE dims
+-- = <dims> AND NOT pending` under a new name (store_vectors_hnsw_every_<dims>,
+-- recall.db.storeindex: halfvec, so that a namespace's scan, whose predicate it meets too, can
+-- only take the namespace's own index), and the old ones are dropped here: each write still
+-- inserted into them, and no search reads them any more. A
 -- store searches wide prefixes by the exact scan until the planner has built the new index,
 -- which the first such search sets off (in the background, as for a new store), or
 -- `RecallStore.build_indexes(every_namespace=True)` builds now. The `own_index` column is no

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -20,7 +20,10 @@ from recall.basestore import planning
 from recall.config import Settings
 from recall.db import items as items_module
 from recall.db.calibration import calibrate_index, record_breadth
+from recall.db.filters import compile_filter
+from recall.db.items import SearchPlan
 from recall.db.pool import connect_once
+from recall.db.rls import as_owner
 from recall.db.sql import run as run_sql
 from recall.db.storeindex import Breadth, store_index_name
 from recall.errors import StoreError
@@ -172,6 +175,12 @@ async def test_a_prefix_goes_through_one_graph_that_holds_every_vector(
             url, b"SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_hnsw_every_32'"
         )
         assert "NOT pending" in str(definition) and "own_index" not in str(definition)
+        # each scan can take one index only: a namespace's, its own (the wide index meets its
+        # predicate too, and at scale PostgreSQL chose it: vector_type), a prefix's, the wide one
+        own = store_index_name("org.a", DIMS)
+        assert await _scanned(store, "org.a", "namespace") == [own]
+        assert await _scanned(store, "org.a", "namespace", without=own) == []
+        assert await _scanned(store, "org", "every") == ["store_vectors_hnsw_every_32"]
         # after both indexes: in bulk (into both graphs at once), then single puts (pending)
         await store.abatch(
             [PutOp(("org", "a"), f"a{i}", {"text": f"alpha {i}", "n": i}) for i in range(70, 140)]
@@ -205,6 +214,35 @@ async def test_a_prefix_goes_through_one_graph_that_holds_every_vector(
         for text, key in (("alpha 120", "a120"), ("alpha 143", "a143")):
             top = _page(await store.asearch(("org",), query=text, limit=1))
             assert top[0][:2] == ("org.a", key)  # written in bulk, and pending (or joined)
+
+
+def _index_names(node: dict[str, Any]) -> list[str]:
+    own = [str(node["Index Name"])] if "Index Name" in node else []
+    return own + [n for child in node.get("Plans", []) for n in _index_names(child)]
+
+
+async def _scanned(
+    store: RecallStore,
+    prefix: str,
+    through: Literal["namespace", "every"],
+    without: str | None = None,
+) -> list[str]:
+    """The HNSW indexes the plan of a search of `prefix` through `through` scans (with index
+    `without` dropped for the plan, and back after it)."""
+    plan = SearchPlan(prefix=prefix, filter=compile_filter(None), limit=10, offset=0,
+                      mode="semantic", query=np.array(_vector("q"), np.float32), dims=DIMS,
+                      through=through, ef_search=40)  # fmt: skip
+    indexed = items_module.indexed_statement(plan, DIMS)
+    async with store._pool.connection() as conn, conn.transaction():
+        # as at scale: on a table this small a scan and a sort are cheapest anyway
+        await conn.execute(b"SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
+        explain = b"EXPLAIN (FORMAT JSON) " + indexed.statement.as_string(conn).encode()
+        async with conn.transaction(force_rollback=True), as_owner(conn):
+            if without is not None:
+                await conn.execute(sql.SQL("DROP INDEX recall.{}").format(sql.Identifier(without)))
+            row = await (await conn.execute(explain, indexed.params)).fetchone()
+    assert row is not None
+    return [n for n in _index_names(row[0][0]["Plan"]) if "hnsw" in n]
 
 
 async def test_the_migration_drops_the_index_that_left_own_namespaces_out(url: str) -> None:

@@ -27,7 +27,7 @@ import structlog
 from psycopg import AsyncConnection, sql
 
 from recall.db.sql import fetch_value, query, run
-from recall.db.storeindex import EVERY_NAMESPACE, Breadth
+from recall.db.storeindex import EVERY_NAMESPACE, Breadth, vector_type
 
 __all__ = [
     "FLOOR",
@@ -124,7 +124,7 @@ def _indexed(ns: str, dims: int) -> sql.Composed:
         "store_calibration_indexed",
         near=_near(ns),
         dims=sql.Literal(dims),
-        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
+        vtype=vector_type(ns, dims),
     )
 
 

@@ -20,6 +20,7 @@ from psycopg.rows import class_row
 from recall.config import StoreMode
 from recall.db.filters import CompiledFilter
 from recall.db.sql import fetch_all, query, run
+from recall.db.storeindex import EVERY_NAMESPACE, vector_type
 from recall.embeddings import Vector
 from recall.rows import StoreItemRow
 from recall.search.bm25 import SATURATION
@@ -220,7 +221,7 @@ def indexed_statement(plan: SearchPlan, dims: int) -> IndexedStatement:
         "store_search_indexed_scan",
         near=near,
         filter=plan.filter.condition,
-        vtype=sql.SQL("vector({})").format(sql.Literal(dims)),
+        vtype=vector_type(plan.prefix if plan.through == "namespace" else EVERY_NAMESPACE, dims),
         dims=sql.Literal(dims),
     )
     return IndexedStatement(

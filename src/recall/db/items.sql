@@ -216,10 +216,10 @@ ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
 -- name: store_search_indexed_scan
 -- The index's scan in store_search_indexed: <near> is the index's predicate and the prefix
 -- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range for the index over
--- every namespace), <vtype> the index's vector type (vector(<dims>)), <dims> the dimension, both
--- constants. NOT v.pending: the vectors in the graph (an index built since migration 0028
--- leaves the pending ones out, and its predicate must follow from the statement's text; the
--- search compares the pending ones exactly).
+-- every namespace), <vtype> the index's vector type (recall.db.storeindex.vector_type), <dims>
+-- the dimension, both constants. NOT v.pending: the vectors in the graph (an index built since
+-- migration 0028 leaves the pending ones out, and its predicate must follow from the
+-- statement's text; the search compares the pending ones exactly).
 (SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
  FROM recall.store_vectors AS v
  JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
@@ -309,8 +309,8 @@ ORDER BY v.embedding <=> %(query)s::vector
 LIMIT %(k)s
 
 -- name: store_calibration_indexed
--- the same through the index, as wide as hnsw.ef_search ({vtype}: vector(<dims>), {dims} a
--- constant)
+-- the same through the index, as wide as hnsw.ef_search ({vtype}: the index's vector type,
+-- recall.db.storeindex.vector_type; {dims} a constant)
 SELECT v.ns, v.key, v.field, v.ord, v.embedding <=> %(query)s::vector AS distance
 FROM recall.store_vectors AS v
 WHERE {near} AND v.dims = {dims}
