@@ -226,7 +226,7 @@ items). Loading: ours {rate(OURS)}, the peer {rate(PEER)} (the peer builds its H
 loads). Ours builds
 a namespace's index once a write takes it to `store_index_threshold` (1,000) vectors (before the
 batch returns up to 5,000 vectors, else in the background; or when a search meets it), and the
-index over every namespace (without the vectors of namespaces with their own) when a search
+index over every namespace (every vector, as halfvec: decision 0053) when a search
 meets a prefix of `store_wide_threshold` (10,000) or more, each calibrated once built: after the
 warm-up pass the run waited {built_s:.0f} s for those builds and calibrations (0 when they were
 kept from a run before), then warmed up again.
