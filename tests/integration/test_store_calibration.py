@@ -179,6 +179,23 @@ async def test_the_questions_asked_move_an_index_to_the_breadth_they_need(url: s
         assert store._planner.breadth("kb", DIMS, "namespace") == LADDER[0]
 
 
+async def test_the_first_questions_are_all_checked_then_a_share(url: str) -> None:
+    """Issue 56: at the default share (1%), the first MIN_QUESTIONS searches through an index
+    are all checked, so its breadth follows its questions after MIN_QUESTIONS searches rather
+    than after 5,000; then only every 100th search is."""
+    async for store in _open(url, store_index_threshold=60):
+        assert store._planner.sample == 0.01
+        await store.abatch(_puts(("kb",), 0, 80))
+        await store.wait_for_index_builds()
+        await _set_breadth(url, "kb", 200)  # as a probe calibration may leave it
+        await store._planner.refresh_now()
+        for i in range(MIN_QUESTIONS + 20):
+            await store.asearch(("kb",), query=f"kb {i * 7 % 80}")
+            await store.wait_for_index_builds()  # each question checked before the next
+        assert store._planner.tally("kb", DIMS).questions == MIN_QUESTIONS
+        assert store._planner.breadth("kb", DIMS, "namespace") == LADDER[0]
+
+
 async def test_no_question_is_checked_when_the_share_is_zero(url: str) -> None:
     async for store in _open(url, store_index_threshold=60, store_breadth_sample=0):
         await store.abatch(_puts(("kb",), 0, 80))
