@@ -17,7 +17,7 @@ held-out vector near one of its topics: `asearch(namespace, query=..., limit=10)
 being the whole namespace. Then one namespace of each --large size (--large-queries searches
 each), and --everywhere searches of the prefix ("users",), which holds every namespace. A
 warm-up pass, store by store (RecallStore's index builds, which searches set off, are waited
-for and timed; then its searches again until each index has had its first 50 questions checked
+for and timed; then its searches again until each index has had its first 200 questions checked
 in the background; then a second warm-up), then --rounds measured passes in
 which the two stores take turns in blocks of 25 searches (the order turning each block), so
 the ratios are measured at the same time, not minutes apart. recall@10 is against an exact
@@ -66,7 +66,7 @@ from harness.timing import BLOCK, Call, blocks, timed, timed_interleaved
 from langgraph.store.base import BaseStore
 
 from recall import RecallStore
-from recall.basestore.questions import MIN_QUESTIONS
+from recall.basestore.questions import FIRST_QUESTIONS
 
 K = 10
 
@@ -163,7 +163,7 @@ async def main() -> None:
 
 async def first_questions(ours: RecallStore, calls: list[Call], passes: int = 20) -> float:
     """Our searches again, each pass followed by a wait for the checks it set off, until every
-    index has had its first `MIN_QUESTIONS` questions checked (each index's breadth then
+    index has had its first `FIRST_QUESTIONS` questions checked (each index's breadth then
     follows its questions, as after a store's first searches through it; issue 56), or
     `passes` passes; the seconds it took."""
     planner = ours._planner
@@ -171,7 +171,7 @@ async def first_questions(ours: RecallStore, calls: list[Call], passes: int = 20
     for _ in range(passes):
         await planner.refresh_now()
         keys = list(planner._indexes.names)
-        if all(planner.tally(ns, dims).questions >= MIN_QUESTIONS for ns, dims in keys):
+        if all(planner.tally(ns, dims).questions >= FIRST_QUESTIONS for ns, dims in keys):
             break
         await timed(calls)
         await ours.wait_for_index_builds()
@@ -251,7 +251,7 @@ index over every namespace (every vector, as halfvec: decision 0053) when a sear
 meets a prefix of `store_wide_threshold` (10,000) or more, each calibrated once built: after the
 warm-up pass the run waited {built_s:.0f} s for those builds and calibrations (0 when they were
 kept from a run before), then searched again, pass after pass, until each index had its first
-50 searches checked against the exact scan (each index's breadth then follows its questions,
+200 searches checked against the exact scan (each index's breadth then follows its questions,
 as after a store's first searches through it), then warmed up again.
 
 Per namespace size, over every measured search:

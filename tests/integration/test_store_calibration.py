@@ -10,7 +10,7 @@ import pytest
 from langgraph.store.base import IndexConfig, PutOp
 
 from recall import RecallStore
-from recall.basestore.questions import MIN_QUESTIONS
+from recall.basestore.questions import FIRST_QUESTIONS, MIN_QUESTIONS
 from recall.config import Settings
 from recall.db.calibration import FLOOR, LADDER
 from recall.db.pool import connect_once
@@ -180,8 +180,8 @@ async def test_the_questions_asked_move_an_index_to_the_breadth_they_need(url: s
 
 
 async def test_the_first_questions_are_all_checked_then_a_share(url: str) -> None:
-    """Issue 56: at the default share (1%), the first MIN_QUESTIONS searches through an index
-    are all checked, so its breadth follows its questions after MIN_QUESTIONS searches rather
+    """Issue 56: at the default share (1%), the first FIRST_QUESTIONS searches through an index
+    are all checked, so its breadth follows its questions after a few hundred searches rather
     than after 5,000; then only every 100th search is."""
     async for store in _open(url, store_index_threshold=60):
         assert store._planner.sample == 0.01
@@ -189,10 +189,10 @@ async def test_the_first_questions_are_all_checked_then_a_share(url: str) -> Non
         await store.wait_for_index_builds()
         await _set_breadth(url, "kb", 200)  # as a probe calibration may leave it
         await store._planner.refresh_now()
-        for i in range(MIN_QUESTIONS + 20):
+        for i in range(FIRST_QUESTIONS + 20):
             await store.asearch(("kb",), query=f"kb {i * 7 % 80}")
             await store.wait_for_index_builds()  # each question checked before the next
-        assert store._planner.tally("kb", DIMS).questions == MIN_QUESTIONS
+        assert store._planner.tally("kb", DIMS).questions == FIRST_QUESTIONS  # none after
         assert store._planner.breadth("kb", DIMS, "namespace") == LADDER[0]
 
 

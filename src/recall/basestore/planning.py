@@ -27,7 +27,7 @@ from psycopg_pool import AsyncConnectionPool
 from recall.basestore.breadth import breadth_of, stale, usable
 from recall.basestore.jobs import Jobs
 from recall.basestore.pending import PendingVectors
-from recall.basestore.questions import MIN_QUESTIONS, Tally
+from recall.basestore.questions import FIRST_QUESTIONS, Tally
 from recall.config import Settings
 from recall.db.calibration import (
     LADDER,
@@ -220,7 +220,7 @@ class IndexPlanner:
             self._jobs.spawn(f"build:{dims}:{ns}", lambda: self._build(ns, dims))
 
     def asked(self, prefix: str, dims: int, through: Through, vector: Any) -> None:
-        """Note a semantic search that went through an index: until `MIN_QUESTIONS` of them
+        """Note a semantic search that went through an index: until `FIRST_QUESTIONS` of them
         have been checked since its calibration, every one, then a share
         (`store_breadth_sample`: every round(1 / share)-th search through the index), is
         checked in the background against the exact scan, and the index's breadth follows what
@@ -230,11 +230,11 @@ class IndexPlanner:
             return
         ns = prefix if through == "namespace" else EVERY_NAMESPACE
         # every round(1 / sample)-th search through the index: the same searches in any run;
-        # before that, the first questions: the probes' cold start ends after MIN_QUESTIONS
+        # before that, the first questions: the probes' cold start ends after a few hundred
         # searches rather than after MIN_QUESTIONS / sample (issue 56: 5,000 at 1%)
         asked = self._asked.get((ns, dims), 0) + 1
         self._asked[(ns, dims)] = asked
-        first = self.tally(ns, dims).questions < MIN_QUESTIONS
+        first = self.tally(ns, dims).questions < FIRST_QUESTIONS
         if first or asked % max(1, round(1 / self.sample)) == 0:
             self._jobs.spawn(f"question:{dims}:{ns}", lambda: self._check(ns, dims, vector))
 
