@@ -207,6 +207,7 @@ def indexed_statement(plan: SearchPlan, dims: int) -> IndexedStatement:
     0028) under the prefix, and a namespace's children."""
     within, params = scope(plan.prefix, "v")
     if plan.through == "namespace":
+        index = plan.prefix
         # constants: the statement is one index's, prepared once per connection
         near: sql.Composable = sql.SQL("v.ns = {}").format(sql.Literal(plan.prefix))
         # the children's range as constants too: a generic plan then knows it holds (next to)
@@ -216,20 +217,14 @@ def indexed_statement(plan: SearchPlan, dims: int) -> IndexedStatement:
         )
         params.pop("ns")
     else:
-        near, rest = within, sql.SQL("v.pending AND {}").format(within)
-    scan = _composed(
-        "store_search_indexed_scan",
-        near=near,
-        filter=plan.filter.condition,
-        vtype=vector_type(plan.prefix if plan.through == "namespace" else EVERY_NAMESPACE, dims),
-        dims=sql.Literal(dims),
-    )
+        index, near, rest = EVERY_NAMESPACE, within, sql.SQL("v.pending AND {}").format(within)
     return IndexedStatement(
         statement=_composed(
             "store_search_indexed",
-            scan=scan,
+            near=near,
             rest=rest,
             filter=plan.filter.condition,
+            vtype=vector_type(index, dims),
             dims=sql.Literal(dims),
         ),
         ef_search=max(plan.ef_search, plan.candidates),

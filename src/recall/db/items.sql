@@ -170,18 +170,27 @@ LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_indexed
 -- Through an HNSW index (migration 0015; recall.db.storeindex): the nearest `candidates` vectors
--- of the index's scan <scan> (store_search_indexed_scan) whose items are live and pass the
--- filter, then every candidate's exact cosine, ranked as store_search_semantic ranks. <rest>
--- is what the scan does not cover, compared exactly, all of it: the pending vectors under the
--- prefix (migration 0028: in no graph yet, found by their own index) and, through a namespace's
--- own index, its children (the index over every namespace holds every other vector: migration
--- 0029). <dims> is the dimension as a constant: with the scan's
--- predicate in constants too, a generic plan still proves the partial index's predicate, so the
--- statement is prepared once per index and connection (issue 38). The caller falls back to
--- store_search_semantic when this returns less than a full page (an item counted once however
--- many vectors it has).
+-- of the index's scan (`near`) whose items are live and pass the filter, then every candidate's
+-- exact cosine, ranked as store_search_semantic ranks. <near> is the index's predicate and the
+-- prefix (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range for the index
+-- over every namespace), <vtype> the index's vector type (recall.db.storeindex.vector_type);
+-- NOT v.pending: the vectors in the graph (an index built since migration 0028 leaves the
+-- pending ones out, and its predicate must follow from the statement's text). <rest> is what
+-- the scan does not cover, compared exactly, all of it: the pending vectors under the prefix
+-- (migration 0028: in no graph yet, found by their own index) and, through a namespace's own
+-- index, its children (the index over every namespace holds every other vector: migration
+-- 0029). <dims> is the dimension as a constant: with the scan's predicate in constants too, a
+-- generic plan still proves the partial index's predicate, so the statement is prepared once
+-- per index and connection (issue 38). The caller falls back to store_search_semantic when this
+-- returns less than a full page (an item counted once however many vectors it has).
 WITH near AS MATERIALIZED (
-    {scan}
+    SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
+    FROM recall.store_vectors AS v
+    JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
+    WHERE {near} AND NOT v.pending AND v.dims = {dims}
+      AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
+    ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
+    LIMIT %(candidates)s
 ), rest AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
@@ -212,21 +221,6 @@ WHERE NOT EXISTS (
     SELECT 1 FROM boundary AS b WHERE b.score IS NOT NULL AND (SELECT min(score) FROM page) <= b.score
 )
 ORDER BY p.score DESC, p.updated_at DESC, p.ns, p.key
-
--- name: store_search_indexed_scan
--- The index's scan in store_search_indexed: <near> is the index's predicate and the prefix
--- (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range for the index over
--- every namespace), <vtype> the index's vector type (recall.db.storeindex.vector_type), <dims>
--- the dimension, both constants. NOT v.pending: the vectors in the graph (an index built since
--- migration 0028 leaves the pending ones out, and its predicate must follow from the
--- statement's text; the search compares the pending ones exactly).
-(SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
- FROM recall.store_vectors AS v
- JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
- WHERE {near} AND NOT v.pending AND v.dims = {dims}
-   AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
- ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
- LIMIT %(candidates)s)
 
 -- name: store_session_knobs
 -- store_search_knobs for the session: what a read outside a transaction scans with, set on a

@@ -9,9 +9,8 @@ hold a large share of the store in one scan. Since migration 0028 both leave out
 vectors (`AND NOT pending`): a put's vector joins the graphs in the background. A namespace's
 index holds the expression `embedding::vector(<dims>)`, the one over every namespace
 `embedding::halfvec(<dims>)` (HNSW needs a fixed dimension; the column holds any; `vector_type`
-says why two).
-Builds share the advisory lock of the per-user builds (`recall.db.hnswbuild`): two CREATE
-INDEX CONCURRENTLY on one table deadlock.
+says why two). Builds share the advisory lock of the per-user builds (`recall.db.hnswbuild`):
+two CREATE INDEX CONCURRENTLY on one table deadlock.
 """
 
 from __future__ import annotations
@@ -118,13 +117,16 @@ def vector_type(ns: str, dims: int) -> sql.Composed:
     the index over every namespace also meets its predicate (`ns = '<namespace>' AND dims =
     <dims> AND NOT pending`), and PostgreSQL chose it there, scanning every namespace's vectors
     past the others' (issue 56: twice the buffers at 20,000 of 70,000)."""
-    kind = "halfvec" if ns == EVERY_NAMESPACE else "vector"
-    return sql.SQL("{}({})").format(sql.SQL(kind), sql.Literal(dims))
+    return sql.SQL("{}({})").format(sql.SQL(_kind(ns)), sql.Literal(dims))
+
+
+def _kind(ns: str) -> str:
+    return "halfvec" if ns == EVERY_NAMESPACE else "vector"
 
 
 def _create(name: str, ns: str, dims: int, m: int, ef_construction: int) -> sql.Composed:
     vtype = vector_type(ns, dims)
-    ops = sql.SQL("halfvec_cosine_ops" if ns == EVERY_NAMESPACE else "vector_cosine_ops")
+    ops = sql.SQL("{}_cosine_ops").format(sql.SQL(_kind(ns)))
     where = sql.SQL("dims = {}").format(sql.Literal(dims))
     if ns != EVERY_NAMESPACE:
         where = sql.SQL("ns = {} AND ").format(sql.Literal(ns)) + where
