@@ -176,7 +176,7 @@ async def test_a_prefix_goes_through_one_graph_that_holds_every_vector(
         )
         assert "NOT pending" in str(definition) and "own_index" not in str(definition)
         # each scan can take one index only: a namespace's, its own (the wide index meets its
-        # predicate too, and at scale PostgreSQL chose it: vector_type), a prefix's, the wide one
+        # predicate too, and at scale PostgreSQL chose it: scan_order), a prefix's, the wide one
         own = store_index_name("org.a", DIMS)
         assert await _scanned(store, "org.a", "namespace") == [own]
         assert await _scanned(store, "org.a", "namespace", without=own) == []
@@ -226,12 +226,13 @@ async def _scanned(
     prefix: str,
     through: Literal["namespace", "every"],
     without: str | None = None,
+    halved: bool = True,
 ) -> list[str]:
     """The HNSW indexes the plan of a search of `prefix` through `through` scans (with index
-    `without` dropped for the plan, and back after it)."""
+    `without` dropped for the plan, and back after it; `halved`: as `SearchPlan.halved`)."""
     plan = SearchPlan(prefix=prefix, filter=compile_filter(None), limit=10, offset=0,
                       mode="semantic", query=np.array(_vector("q"), np.float32), dims=DIMS,
-                      through=through, ef_search=40)  # fmt: skip
+                      through=through, ef_search=40, halved=halved)  # fmt: skip
     indexed = items_module.indexed_statement(plan, DIMS)
     async with store._pool.connection() as conn, conn.transaction():
         # as at scale: on a table this small a scan and a sort are cheapest anyway
@@ -243,6 +244,42 @@ async def _scanned(
             row = await (await conn.execute(explain, indexed.params)).fetchone()
     assert row is not None
     return [n for n in _index_names(row[0][0]["Plan"]) if "hnsw" in n]
+
+
+async def test_a_namespace_index_holds_halfvec_and_one_built_before_keeps_answering(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 56: a namespace's own index holds its vectors as halfvec (a graph of half the
+    bytes), and its scan orders by that index's expression; an index built before, over
+    `vector`, is read as such from the catalog and searched through itself."""
+    async for store in _open(url, store_index_threshold=60):
+        await store.abatch([PutOp(("a",), f"k{i}", {"text": f"a {i}"}) for i in range(90)])
+        await store.wait_for_index_builds()
+        own = store_index_name("a", DIMS)
+        definition = str(await _scalar(
+            url, b"SELECT indexdef FROM pg_indexes WHERE indexname LIKE 'store_vectors_hnsw_ns_%'"
+        ))  # fmt: skip
+        assert "halfvec(32)) halfvec_cosine_ops" in definition
+        assert store._planner.halved("a", DIMS, "namespace")
+        # as the version before built it
+        conn = await connect_once(url)
+        try:
+            await conn.execute(sql.SQL("DROP INDEX recall.{}").format(sql.Identifier(own)))
+            await conn.execute(sql.SQL(
+                "CREATE INDEX {} ON recall.store_vectors USING hnsw ((embedding::vector(32)) "
+                "vector_cosine_ops) WHERE ns = 'a' AND dims = 32 AND NOT pending"
+            ).format(sql.Identifier(own)))  # fmt: skip
+        finally:
+            await conn.close()
+        await store._planner.refresh_now()
+        assert not store._planner.halved("a", DIMS, "namespace")
+        assert await _scanned(store, "a", "namespace", halved=False) == [own]
+        assert await _scanned(store, "a", "namespace", halved=True) == []  # not its expression
+        for text in ("a 7", "a 55", "a 89"):
+            exact = await _exact(store, monkeypatch, ("a",), query=text, limit=10)
+            assert store._planner.through("a", DIMS) == "namespace"
+            indexed = _page(await store.asearch(("a",), query=text, limit=10))
+            assert [k for _n, k, _s in indexed] == [k for _n, k, _s in exact]
 
 
 async def test_the_migration_drops_the_index_that_left_own_namespaces_out(url: str) -> None:
@@ -308,8 +345,8 @@ async def test_a_calibration_that_saw_its_index_grow_is_repeated(
     real = calibrate_index
     seen: list[int] = []
 
-    async def during_a_load(conn: Any, ns: str, dims: int) -> Breadth:
-        breadth = await real(conn, ns, dims)
+    async def during_a_load(conn: Any, ns: str, dims: int, *, halved: bool) -> Breadth:
+        breadth = await real(conn, ns, dims, halved=halved)
         seen.append(breadth.vectors)
         if len(seen) > 1:
             return breadth

@@ -238,6 +238,7 @@ async def run_read(
                 plan,
                 through=through,
                 ef_search=planner.breadth(plan.prefix, dims, through),
+                halved=planner.halved(plan.prefix, dims, through),
             )
             planner.searched(plan.prefix, dims)
             planner.asked(plan.prefix, dims, through, plan.query)

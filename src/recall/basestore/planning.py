@@ -148,6 +148,12 @@ class IndexPlanner:
         (`recall.basestore.breadth.breadth_of`)."""
         return self._breadth(prefix if through == "namespace" else EVERY_NAMESPACE, dims)
 
+    def halved(self, prefix: str, dims: int, through: Through) -> bool:
+        """Whether the index a search through `through` scans holds halfvec (every index built
+        since issue 56; `recall.db.storeindex.scan_order`)."""
+        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        return (ns, dims) in self._indexes.halved
+
     def _breadth(self, ns: str, dims: int) -> int:
         calibrated = self._indexes.breadths.get((ns, dims))
         return breadth_of(calibrated, self._vectors(ns, dims), self.ef_search)
@@ -250,7 +256,8 @@ class IndexPlanner:
         breadths = [b for b in LADDER if b <= current] + wider
         try:
             async with self._pool.connection() as conn, as_owner(conn):
-                asked = await question_asked(conn, ns, dims, vector, breadths)
+                halved = (ns, dims) in self._indexes.halved
+                asked = await question_asked(conn, ns, dims, vector, breadths, halved=halved)
                 if asked is None:
                     return
                 tally = self.tally(ns, dims)
@@ -330,7 +337,9 @@ class IndexPlanner:
         indexes again."""
         self._grown.pop((ns, dims), None)
         self._tallies.pop((ns, dims), None)  # its questions' answers were a smaller index's
-        breadth = await calibrate_index(conn, ns, dims)
+        await self.refresh(conn, force=True)  # an index just built: how it holds its vectors
+        halved = (ns, dims) in self._indexes.halved
+        breadth = await calibrate_index(conn, ns, dims, halved=halved)
         await record_breadth(conn, ns, dims, breadth)
         await self.refresh(conn, force=True)
         if ns != EVERY_NAMESPACE:

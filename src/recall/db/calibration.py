@@ -27,7 +27,7 @@ import structlog
 from psycopg import AsyncConnection, sql
 
 from recall.db.sql import fetch_value, query, run
-from recall.db.storeindex import EVERY_NAMESPACE, Breadth, vector_type
+from recall.db.storeindex import EVERY_NAMESPACE, Breadth, scan_order
 
 __all__ = [
     "FLOOR",
@@ -119,12 +119,12 @@ async def question_of(
     return Question(vector, nearest[want - 1][1], want)
 
 
-def _indexed(ns: str, dims: int) -> sql.Composed:
+def _indexed(ns: str, dims: int, halved: bool) -> sql.Composed:
     return _composed(
         "store_calibration_indexed",
         near=_near(ns),
         dims=sql.Literal(dims),
-        vtype=vector_type(ns, dims),
+        order=scan_order(ns, dims, halved),
     )
 
 
@@ -137,11 +137,18 @@ async def _hits(conn: AsyncConnection[Any], statement: sql.Composed, probe: Ques
 
 
 async def question_found(
-    conn: AsyncConnection[Any], ns: str, dims: int, question: Question, breadths: list[int]
+    conn: AsyncConnection[Any],
+    ns: str,
+    dims: int,
+    question: Question,
+    breadths: list[int],
+    *,
+    halved: bool = True,
 ) -> dict[int, int]:
     """How many of `question`'s exact nearest the index finds at each of `breadths`, each
-    breadth set for the transaction that this opens."""
-    statement = _indexed(ns, dims)
+    breadth set for the transaction that this opens (`halved`: the index holds halfvec,
+    `recall.db.storeindex.scan_order`)."""
+    statement = _indexed(ns, dims, halved)
     found = {}
     async with conn.transaction():
         for ef_search in breadths:
@@ -151,24 +158,31 @@ async def question_found(
 
 
 async def question_asked(
-    conn: AsyncConnection[Any], ns: str, dims: int, vector: Any, breadths: list[int]
+    conn: AsyncConnection[Any],
+    ns: str,
+    dims: int,
+    vector: Any,
+    breadths: list[int],
+    *,
+    halved: bool = True,
 ) -> tuple[dict[int, int], int] | None:
     """`vector` asked of index (`ns`, `dims`) at each of `breadths`, the exact and indexed scans
     in one snapshot: how many of its exact nearest each breadth finds (`question_found`) and
-    how many it wants. None: the index holds nothing."""
+    how many it wants. None: the index holds nothing. `halved`: as for `question_found`."""
     async with conn.transaction():
         await run(conn, "repeatable_read")
         question = await question_of(conn, ns, dims, vector)
         if question is None:
             return None
-        return await question_found(conn, ns, dims, question, breadths), question.want
+        found = await question_found(conn, ns, dims, question, breadths, halved=halved)
+        return found, question.want
 
 
 async def _recall(
-    conn: AsyncConnection[Any], ns: str, dims: int, probes: list[Question], ef_search: int
+    conn: AsyncConnection[Any], statement: sql.Composed, probes: list[Question], ef_search: int
 ) -> tuple[float, float]:
-    """The probes' mean recall@10 at `ef_search`, and its one-sided 95% lower bound."""
-    statement = _indexed(ns, dims)
+    """The probes' mean recall@10 through `statement` at `ef_search`, and its one-sided 95%
+    lower bound."""
     scores = []
     await run(conn, "store_search_knobs", {"ef_search": ef_search})  # to the transaction's end
     for probe in probes:
@@ -177,11 +191,14 @@ async def _recall(
     return float(np.mean(scores)), float(np.mean(scores)) - Z * spread
 
 
-async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int) -> Breadth:
+async def calibrate_index(
+    conn: AsyncConnection[Any], ns: str, dims: int, *, halved: bool = True
+) -> Breadth:
     """The breadth index (`ns`, `dims`) needs, and how many vectors it holds, all read in one
     snapshot (REPEATABLE READ): writes going on meanwhile (a bulk load that set the build off)
     must not put rows in an index scan that the exact scan did not see. An index with fewer
-    than `BLEND` vectors gets the narrowest breadth, recall 1.
+    than `BLEND` vectors gets the narrowest breadth, recall 1. `halved`: the index holds
+    halfvec (`recall.db.storeindex.scan_order`).
 
     Raises:
         psycopg.Error: the database failed.
@@ -198,8 +215,9 @@ async def calibrate_index(conn: AsyncConnection[Any], ns: str, dims: int) -> Bre
         if not probes:
             return Breadth(LADDER[0], 1.0, vectors)
         recall = 0.0
+        statement = _indexed(ns, dims, halved)
         for ef_search in LADDER:
-            recall, bound = await _recall(conn, ns, dims, probes, ef_search)
+            recall, bound = await _recall(conn, statement, probes, ef_search)
             if bound >= TARGET:
                 break
     log.info(

@@ -20,7 +20,7 @@ from psycopg.rows import class_row
 from recall.config import StoreMode
 from recall.db.filters import CompiledFilter
 from recall.db.sql import fetch_all, query, run
-from recall.db.storeindex import EVERY_NAMESPACE, vector_type
+from recall.db.storeindex import EVERY_NAMESPACE, scan_order
 from recall.embeddings import Vector
 from recall.rows import StoreItemRow
 from recall.search.bm25 import SATURATION
@@ -69,8 +69,9 @@ class SearchPlan:
     relevance (`weights`: its intercept then its five weights). A semantic search may go
     `through` an HNSW index (migration 0015): the prefix's own ("namespace": the prefix is a
     namespace with an index; its children are still compared exactly) or the one over every
-    namespace ("every", which holds every vector: migration 0029), scanning `ef_search` wide;
-    None: the exact scan.
+    namespace ("every", which holds every vector: migration 0029), scanning `ef_search` wide
+    (`halved`: the index holds halfvec, `recall.db.storeindex.scan_order`); None: the exact
+    scan.
     """
 
     prefix: str
@@ -84,6 +85,7 @@ class SearchPlan:
     weights: Sequence[float] = ()
     through: Literal["namespace", "every"] | None = None
     ef_search: int = 100
+    halved: bool = True
 
     @property
     def candidates(self) -> int:
@@ -224,7 +226,7 @@ def indexed_statement(plan: SearchPlan, dims: int) -> IndexedStatement:
             near=near,
             rest=rest,
             filter=plan.filter.condition,
-            vtype=vector_type(index, dims),
+            order=scan_order(index, dims, plan.halved),
             dims=sql.Literal(dims),
         ),
         ef_search=max(plan.ef_search, plan.candidates),

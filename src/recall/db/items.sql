@@ -173,7 +173,7 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- of the index's scan (`near`) whose items are live and pass the filter, then every candidate's
 -- exact cosine, ranked as store_search_semantic ranks. <near> is the index's predicate and the
 -- prefix (`v.ns = '<namespace>'` for a namespace's own index, the prefix's range for the index
--- over every namespace), <vtype> the index's vector type (recall.db.storeindex.vector_type);
+-- over every namespace), <order> the index's expression to the query (recall.db.storeindex.scan_order);
 -- NOT v.pending: the vectors in the graph (an index built since migration 0028 leaves the
 -- pending ones out, and its predicate must follow from the statement's text). <rest> is what
 -- the scan does not cover, compared exactly, all of it: the pending vectors under the prefix
@@ -189,7 +189,7 @@ WITH near AS MATERIALIZED (
     JOIN recall.store_items AS i ON i.ns = v.ns AND i.key = v.key
     WHERE {near} AND NOT v.pending AND v.dims = {dims}
       AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
-    ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
+    ORDER BY {order}
     LIMIT %(candidates)s
 ), rest AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
@@ -246,7 +246,10 @@ SELECT count(*) FROM (
 -- the finished indexes (migration 0015), each with how many vectors it holds (an estimate,
 -- counted by the build and by every vacuum since) and its calibration (migration 0020)
 SELECT x.ns, x.dims, x.index_name, greatest(c.reltuples, 0)::bigint AS vectors,
-       x.ef_search, x.calibrated_recall, x.calibrated_vectors, x.leaves_pending
+       x.ef_search, x.calibrated_recall, x.calibrated_vectors, x.leaves_pending,
+       -- whether it holds its vectors as halfvec (recall.db.storeindex.scan_order)
+       EXISTS (SELECT 1 FROM pg_index AS h JOIN pg_opclass AS o ON o.oid = h.indclass[0]
+               WHERE h.indexrelid = c.oid AND o.opcname = 'halfvec_cosine_ops') AS halved
 FROM recall.store_indexes AS x
 LEFT JOIN pg_class AS c ON c.relname = x.index_name AND c.relnamespace = 'recall'::regnamespace
 ORDER BY x.ns, x.dims
@@ -303,12 +306,12 @@ ORDER BY v.embedding <=> %(query)s::vector
 LIMIT %(k)s
 
 -- name: store_calibration_indexed
--- the same through the index, as wide as hnsw.ef_search ({vtype}: the index's vector type,
--- recall.db.storeindex.vector_type; {dims} a constant)
+-- the same through the index, as wide as hnsw.ef_search ({order}: the index's expression to the
+-- query, recall.db.storeindex.scan_order; {dims} a constant)
 SELECT v.ns, v.key, v.field, v.ord, v.embedding <=> %(query)s::vector AS distance
 FROM recall.store_vectors AS v
 WHERE {near} AND v.dims = {dims}
-ORDER BY v.embedding::{vtype} <=> %(query)s::{vtype}
+ORDER BY {order}
 LIMIT %(k)s
 
 -- name: store_index_calibrated
