@@ -13,6 +13,7 @@ from recall.db.sql import query
 from recall.memory import make_turn
 from recall.search.provenance import provenance_of, repeats_of
 from recall.store import MemoryStore
+from recall.store.candidates import SCOPE
 from recall.testing import FakeEmbeddings
 from tests.conftest import Databases
 
@@ -264,7 +265,7 @@ async def test_a_cluster_distributed_before_0021_gets_the_scoped_call(
         await store.search("u-0021", "subject 7")  # learns the plan
         vector = await store.embedder.embed_query("subject 7")
         rows, near = await store.candidates("u-0021", "subject 7", vector, 5)
-        assert len(near) == 5 and rows[0].memories == 300  # BM25 over the nearest
+        assert len(near) == 5 and rows[0].memories == SCOPE  # BM25 over the nearest
     functions = await _rows(
         url,
         b"SELECT count(*) FROM pg_dist_object WHERE classid = 'pg_proc'::regclass"
