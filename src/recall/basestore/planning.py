@@ -53,12 +53,19 @@ __all__ = ["IndexPlanner", "Through"]
 log = structlog.stdlib.get_logger(__name__)
 
 Through = Literal["namespace", "every"] | None
+
 INDEXES_TTL_S = 5.0  # how long the list of finished indexes is trusted
 SIZES_TTL_S = 300.0  # how long a prefix's counted size is trusted
 MAX_SIZES = 10_000  # prefixes whose size is remembered (the memory is cleared when full)
 WIDE_SHARE = 2  # the index over every namespace serves prefixes holding half of the vectors
 REPEAT_GROWTH = 0.05  # a calibration is repeated when the index grew this much while it ran
 SYNC_BUILD_MAX = 5_000  # a namespace's index built before its batch returns (issue 38)
+
+
+def _index_of(prefix: str, through: Through) -> str:
+    """The index a search of `prefix` through `through` scans, by the `ns` it is recorded
+    under: the prefix's own, or the one over every namespace."""
+    return prefix if through == "namespace" else EVERY_NAMESPACE
 
 
 class IndexPlanner:
@@ -146,12 +153,14 @@ class IndexPlanner:
     def breadth(self, prefix: str, dims: int, through: Through) -> int:
         """How wide a search through `through` looks (hnsw.ef_search): the index's
         (`recall.basestore.breadth.breadth_of`)."""
-        return self._breadth(prefix if through == "namespace" else EVERY_NAMESPACE, dims)
+        return self._breadth(_index_of(prefix, through), dims)
 
     def halved(self, prefix: str, dims: int, through: Through) -> bool:
         """Whether the index a search through `through` scans holds halfvec (every index built
         since issue 56; `recall.db.storeindex.scan_order`)."""
-        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        return self._halved(_index_of(prefix, through), dims)
+
+    def _halved(self, ns: str, dims: int) -> bool:
         return (ns, dims) in self._indexes.halved
 
     def _breadth(self, ns: str, dims: int) -> int:
@@ -234,7 +243,7 @@ class IndexPlanner:
         a search sampled while one waits is not checked. A share of 0 checks none."""
         if through is None or vector is None or self.sample <= 0:
             return
-        ns = prefix if through == "namespace" else EVERY_NAMESPACE
+        ns = _index_of(prefix, through)
         # every round(1 / sample)-th search through the index: the same searches in any run;
         # before that, the first questions: the probes' cold start ends after a few hundred
         # searches rather than after MIN_QUESTIONS / sample (issue 56: 5,000 at 1%)
@@ -256,7 +265,7 @@ class IndexPlanner:
         breadths = [b for b in LADDER if b <= current] + wider
         try:
             async with self._pool.connection() as conn, as_owner(conn):
-                halved = (ns, dims) in self._indexes.halved
+                halved = self._halved(ns, dims)
                 asked = await question_asked(conn, ns, dims, vector, breadths, halved=halved)
                 if asked is None:
                     return
@@ -338,8 +347,7 @@ class IndexPlanner:
         self._grown.pop((ns, dims), None)
         self._tallies.pop((ns, dims), None)  # its questions' answers were a smaller index's
         await self.refresh(conn, force=True)  # an index just built: how it holds its vectors
-        halved = (ns, dims) in self._indexes.halved
-        breadth = await calibrate_index(conn, ns, dims, halved=halved)
+        breadth = await calibrate_index(conn, ns, dims, halved=self._halved(ns, dims))
         await record_breadth(conn, ns, dims, breadth)
         await self.refresh(conn, force=True)
         if ns != EVERY_NAMESPACE:
