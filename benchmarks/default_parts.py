@@ -47,7 +47,6 @@ import recall.store.candidates as candidates_module
 from recall.config import Settings
 from recall.db.pool import connect_once
 from recall.embeddings import Vector
-from recall.search.assembly import KeywordSide
 from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import SecondStage
 from recall.store import MemoryStore
@@ -129,8 +128,8 @@ def instrument(store: MemoryStore, timers: Timers) -> None:
     embedder.embed_query = timers.wrap(  # type: ignore[method-assign]
         "embedding (within the above)", embedder.embed_query
     )
-    candidates.terms_of = timers.wrap(  # type: ignore[method-assign]
-        "keyword call (within the above)", candidates.terms_of
+    candidates.keyword_side = timers.wrap(  # type: ignore[method-assign]
+        "keyword call (within the above)", candidates.keyword_side
     )
     candidates.plan_of = timers.wrap("plan", candidates.plan_of)  # type: ignore[method-assign]
     candidates._scoped = timers.wrap(  # type: ignore[method-assign]
@@ -197,8 +196,7 @@ async def server_args(
             plan.hnsw_index is not None, tsquery, keywords.words, k, k, False,
         )  # fmt: skip
     else:
-        terms = await store._candidates.terms_of(user, keywords, None)
-        ids = KeywordSide(terms).best(k)
+        ids = (await store._candidates.keyword_side(user, keywords)).best(k)
         args["keyword call, server"] = (user, tsquery, keywords.words)
         args["details call, server"] = (user, vector, k, ids, False)
     return args

@@ -67,15 +67,13 @@ async def term_rows(
     *,
     user_id: str,
     keywords: KeywordQuery,
-    scope: list[UUID] | None = None,
 ) -> list[TermRow]:
-    """The second stage's keyword side (migration 0014): every memory of the user (of `scope`
-    when given) holding a query term, and one row of the terms' statistics (id None)."""
+    """The second stage's keyword side (migration 0014): every memory of the user holding a
+    query term, and one row of the terms' statistics (id None)."""
     params = {
         "user_id": user_id,
         "tsquery": None if keywords.empty else keywords.tsquery,
         "words": keywords.words,
-        "scope": scope,
     }
     # binary: its arrays and floats arrive without parsing their text
     return await fetch_all(conn, "search_terms", params, TermRow, binary=True)

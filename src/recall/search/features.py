@@ -123,7 +123,7 @@ def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
 
 def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
     """The share of the query's idf that the matched terms (1-based numbers) hold."""
-    if facts.idf_sum <= 0:
+    if facts.idf_sum <= 0 or not matched:
         return 0.0
     return sum(facts.idf[t - 1] for t in matched if 0 < t <= len(facts.idf)) / facts.idf_sum
 

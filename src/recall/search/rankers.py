@@ -28,7 +28,8 @@ from recall.errors import ConfigError
 
 if TYPE_CHECKING:
     from recall.embeddings import Vector
-    from recall.rows import CandidateRow, MemoryRow, TermRow
+    from recall.rows import CandidateRow, MemoryRow
+    from recall.search.assembly import KeywordSide
 
 __all__ = [
     "MODELS",
@@ -102,7 +103,7 @@ class CandidateSource(Protocol):
         query_vector: Vector,
         k: int,
         *,
-        terms: list[TermRow] | None = None,
+        words: KeywordSide | None = None,
         vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The best `k` by cosine and by BM25, with their details (the second stage's)."""
@@ -130,7 +131,7 @@ class Ask:
         limit: how many memories the search returns at most.
         breadth: how many memories each side brings at least (`Settings.hybrid_candidates`;
             a ranker with its own breadth, like the second stage's, reads its own).
-        terms: the keyword side, when the store fetched it while the query was being embedded
+        words: the keyword side, when the store built it while the query was being embedded
             (only for a ranker with `early_terms`).
     """
 
@@ -139,7 +140,7 @@ class Ask:
     vector: Vector
     limit: int
     breadth: int
-    terms: list[TermRow] | None = None
+    words: KeywordSide | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +176,8 @@ class Ranker(Protocol[C]):
     @property
     def early_terms(self) -> bool:
         """Whether its candidates start from the keyword side's terms
-        (`recall.search_terms`), which need no vector: the store may then fetch them while
-        the query is being embedded and hand them over in `Ask.terms`."""
+        (`recall.search_terms`), which need no vector: the store may then build that side while
+        the query is being embedded and hand it over in `Ask.words`."""
         ...
 
     async def gather(self, source: CandidateSource, ask: Ask) -> Gathered[C] | None:

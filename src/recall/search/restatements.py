@@ -213,6 +213,8 @@ def arrange(
         verdict: a slot is opened only by a candidate whose score passes it.
         limit: slots at most.
     """
+    if not order or not verdict.passes(scores[order[0]]):
+        return []  # nothing passes: no slot opens, and nothing needs reading
     state = _Arrangement(query, rows, order, scores, nearness, limit)
     for i in order:
         score = scores[i]

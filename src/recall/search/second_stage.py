@@ -164,7 +164,7 @@ class SecondStage:
 
     @property
     def early_terms(self) -> bool:
-        """True: its keyword side, the terms' rows, needs no vector (`Ask.terms`)."""
+        """True: its keyword side, the terms' rows, needs no vector (`Ask.words`)."""
         return True
 
     async def gather(self, source: CandidateSource, ask: Ask) -> Gathered[StageCandidates] | None:
@@ -173,7 +173,7 @@ class SecondStage:
         ranker reads their products with the query's. None: the user has none."""
         k = max(self.candidates, ask.limit)
         rows, near = await source.for_query(
-            ask.user_id, ask.query.text, ask.vector, k, terms=ask.terms,
+            ask.user_id, ask.query.text, ask.vector, k, words=ask.words,
             vectors=self.product_weights is not None,
         )  # fmt: skip
         if not rows:

@@ -67,7 +67,7 @@ def _pick(side: KeywordSide, details: list[DetailRow], near: list[UUID], k: int)
 class Candidates:
     """The plan per user and the candidate rows of each mode: the second stage's
     (`for_query`), the vector side (`vector_search`), the keyword side by BM25 (`bm25_rows`,
-    `terms_of`) and the candidates' details (`details_of`).
+    `keyword_side`) and the candidates' details (`details_of`).
 
     Args:
         core: the state the store's parts share.
@@ -85,7 +85,7 @@ class Candidates:
         query_vector: Vector,
         k: int,
         *,
-        terms: list[TermRow] | None = None,
+        words: KeywordSide | None = None,
         vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query: the user's best `k` memories by cosine
@@ -96,8 +96,8 @@ class Candidates:
         too, so that what is fitted is what is served.
 
         Args:
-            terms: the keyword side (`recall.search_terms` over all the user's memories),
-                when `search` fetched it while the query was being embedded.
+            words: the keyword side (`keyword_side`: over all the user's memories), when
+                `search` fetched it while the query was being embedded.
             vectors: fetch the candidates' vectors (`CandidateRow.embedding`; None without).
 
         Raises:
@@ -111,9 +111,7 @@ class Candidates:
             )
             side = KeywordSide(terms)
         else:
-            if terms is None:
-                terms = await self.terms_of(user_id, keywords, None)
-            side = KeywordSide(terms)
+            side = words if words is not None else await self.keyword_side(user_id, keywords)
             details = await self.details_of(user_id, query_vector, k, side.best(k), vectors)
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
@@ -157,14 +155,14 @@ class Candidates:
         async with self.core.conn("search", read=True, user=user_id) as conn:
             return await self._plan(conn, user_id)
 
-    async def terms_of(
-        self, user_id: str, keywords: KeywordQuery, scope: list[UUID] | None
-    ) -> list[TermRow]:
-        """The keyword side (`recall.search_terms`): every memory of the user (of `scope`
-        when given) holding one of `keywords`, with the terms' statistics."""
+    async def keyword_side(self, user_id: str, keywords: KeywordQuery) -> KeywordSide:
+        """The keyword side (`recall.search_terms`): every memory of the user holding one of
+        `keywords`, with the terms' statistics, looked up by memory. It needs no vector: the
+        default search builds it while the query is being embedded."""
         # recall.search_terms sets the row-level security key itself: no transaction
         async with self.core.conn("search", read=True, reader=user_id) as conn:
-            return await term_rows(conn, user_id=user_id, keywords=keywords, scope=scope)
+            terms = await term_rows(conn, user_id=user_id, keywords=keywords)
+        return KeywordSide(terms)
 
     async def details_of(
         self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool

@@ -26,7 +26,8 @@ from recall.errors import InvalidInputError
 from recall.limits import PAGE_SIZE, RECENT_LIMIT
 from recall.memory import Memory, Turn
 from recall.outbox import Outbox
-from recall.rows import CandidateRow, ConversationSummary, TermRow
+from recall.rows import CandidateRow, ConversationSummary
+from recall.search.assembly import KeywordSide
 from recall.search.provenance import Provenance
 from recall.search.rankers import Ranker
 from recall.store.bulk import Bulk, ImportProgress
@@ -216,13 +217,13 @@ class MemoryStore:
         query_vector: Vector,
         k: int,
         *,
-        terms: list[TermRow] | None = None,
+        words: KeywordSide | None = None,
         vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query and the vector side's order as indexes
         into them (`Candidates.for_query`): what is fitted is what is served."""
         return await self._candidates.for_query(user_id, query_text, query_vector, k,
-                                                terms=terms, vectors=vectors)  # fmt: skip
+                                                words=words, vectors=vectors)  # fmt: skip
 
     async def search(
         self,

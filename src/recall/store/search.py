@@ -17,7 +17,7 @@ from recall.embeddings import Vector
 from recall.errors import InvalidInputError
 from recall.limits import KEYWORD_LIMIT
 from recall.memory import Memory, clean_id, clean_text
-from recall.rows import TermRow
+from recall.search.assembly import KeywordSide
 from recall.search.keywords import keywords_from_text, parse_keywords
 from recall.search.rankers import Ask, Query
 from recall.search.ranking import cosine, row_memory
@@ -162,13 +162,13 @@ class Search:
         used = self.core.settings.mode if mode is None else parse_mode(mode, InvalidInputError)
         verdict = Verdict(used, threshold)
         asked = check_now(now)
-        vector, terms = await self._query(uid, query_text, used, query_vector)
+        vector, words = await self._query(uid, query_text, used, query_vector)
         if used == "keyword":
             rows = await self.candidates.best_by_words(uid, query_text, vector, limit)
             found = [Found(row_memory(r, score=r.bm25), verdict.passes(r.bm25)) for r in rows]
         else:
             ranked = await self._ranked(
-                uid, query_text, vector, verdict, limit, kept_out, terms, asked, intent
+                uid, query_text, vector, verdict, limit, kept_out, words, asked, intent
             )
             if ranked is None:
                 found = []
@@ -189,19 +189,18 @@ class Search:
 
     async def _query(
         self, uid: str, text: str, mode: RetrievalMode, given: Vector | None
-    ) -> tuple[Vector, list[TermRow] | None]:
+    ) -> tuple[Vector, KeywordSide | None]:
         """The query's vector (`given`, checked, or embedded) and, when the default mode
-        could fetch it while the query was being embedded, the keyword side."""
+        could build it while the query was being embedded, the keyword side."""
         if given is not None:
             return self.core.embedder.check_vector(given), None
         if mode == "hybrid" and self._overlaps(uid):
             # the keyword side needs no vector: it runs while the query is being embedded
             keywords = keywords_from_text(text)
-            vector, terms = await asyncio.gather(
+            return await asyncio.gather(
                 self.core.embedder.embed_query(text),
-                self.candidates.terms_of(uid, keywords, None),
+                self.candidates.keyword_side(uid, keywords),
             )
-            return vector, terms
         return await self.core.embedder.embed_query(text), None
 
     async def _ranked(
@@ -212,7 +211,7 @@ class Search:
         verdict: Verdict,
         limit: int,
         kept_out: bool,
-        terms: list[TermRow] | None,
+        words: KeywordSide | None,
         now: datetime,
         intent: bool,
     ) -> _Ranked | None:
@@ -238,7 +237,7 @@ class Search:
             )
         ranker = self.core.ranker
         query = Query(text, np.asarray(vector, dtype=np.float64), now, intent)
-        ask = Ask(uid, query, vector, limit, self.core.settings.hybrid_candidates, terms)
+        ask = Ask(uid, query, vector, limit, self.core.settings.hybrid_candidates, words)
         gathered = await ranker.gather(self.candidates, ask)
         if gathered is None:
             return None
