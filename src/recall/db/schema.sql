@@ -359,11 +359,34 @@ BEGIN
 END;
 $$;
 
+-- The keys a memory's row has in the index of each user's own words (migration 0030): each
+-- lexeme of its `fts`, prefixed by the user's id, so one user's memories holding a word are
+-- found without reading any other user's (an index over the lexemes alone returns every user's,
+-- a cost that grows with the table). A lexeme holds no space, so no two users share a key.
+-- body: 0030_user_terms.sql
+CREATE OR REPLACE FUNCTION recall.user_terms(p_user_id text, p_fts tsvector) RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ARRAY(SELECT p_user_id || ' ' || l FROM unnest(tsvector_to_array(p_fts)) AS l)
+$$;
+
+-- The keys of the query's words in that index: each word's lexemes, as `fts` holds them,
+-- prefixed by the user's id. A memory that matches a word's tsquery holds all of that word's
+-- lexemes, so it holds one of these keys: the index narrows, the tsquery decides.
+-- body: 0030_user_terms.sql
+CREATE OR REPLACE FUNCTION recall.user_word_keys(p_user_id text, p_words text[]) RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ARRAY(
+        SELECT DISTINCT p_user_id || ' ' || l
+        FROM unnest(coalesce(p_words, '{}'::text[])) AS w,
+             unnest(tsvector_to_array(to_tsvector('english'::regconfig, w))) AS l
+    )
+$$;
+
 -- BM25 over this user's memories (optionally one conversation), exactly: df among the
 -- matching rows, N and the mean length from recall.users; a term in a title counts double, in
 -- entities or key phrases one and a half times; the sum rounded to nine decimals so that ties
 -- are ties wherever rows sit (migration 0016).
--- body: 0027_judged_at_write.sql
+-- body: 0030_user_terms.sql
 CREATE OR REPLACE FUNCTION recall.search_keyword(
     p_user_id text, p_tsquery text, p_words text[], p_query vector, p_limit integer,
     p_conversation_id text
@@ -390,7 +413,10 @@ BEGIN
         FROM recall.memories AS m, q
         WHERE m.user_id = p_user_id
           AND (p_conversation_id::text IS NULL OR m.conversation_id = p_conversation_id::text)
-          AND m.fts @@ q.query AND (m.holds IS NULL OR m.holds = 'statement')
+          -- found through this user's own words (0030); ts_match_vq is @@, which the index
+          -- over every user's lexemes would otherwise be scanned for
+          AND recall.user_terms(m.user_id, m.fts) && recall.user_word_keys(p_user_id, p_words)
+          AND ts_match_vq(m.fts, q.query) AND (m.holds IS NULL OR m.holds = 'statement')
     ), hits AS MATERIALIZED (
         -- a term in a memory's title (weight A) counts double, in its entities or key phrases
         -- (weight B) one and a half times
@@ -423,7 +449,7 @@ $$;
 -- The second stage's keyword side: every memory of the user (of p_scope when given) holding
 -- a query term, with its BM25 (as recall.search_keyword's) and the terms it holds, after one
 -- row without an id that carries the terms' document frequencies, N and the mean length.
--- body: 0027_judged_at_write.sql
+-- body: 0030_user_terms.sql
 CREATE OR REPLACE FUNCTION recall.search_terms(
     p_user_id text, p_tsquery text, p_words text[], p_scope uuid[]
 ) RETURNS SETOF recall.search_term_hit LANGUAGE plpgsql SECURITY DEFINER
@@ -455,8 +481,10 @@ BEGIN
         -- the user's memories holding a query term, or those of the scope (one branch runs)
         SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
         FROM recall.memories AS m, q
-        WHERE p_scope IS NULL AND m.user_id = p_user_id AND m.fts @@ q.query
-          AND (m.holds IS NULL OR m.holds = 'statement')
+        WHERE p_scope IS NULL AND m.user_id = p_user_id
+          -- found through this user's own words (0030), as in recall.search_keyword
+          AND recall.user_terms(m.user_id, m.fts) && recall.user_word_keys(p_user_id, p_words)
+          AND ts_match_vq(m.fts, q.query) AND (m.holds IS NULL OR m.holds = 'statement')
         UNION ALL
         SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
         FROM unnest(p_scope) AS s(id)
