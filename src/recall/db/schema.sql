@@ -413,8 +413,8 @@ BEGIN
         FROM recall.memories AS m, q
         WHERE m.user_id = p_user_id
           AND (p_conversation_id::text IS NULL OR m.conversation_id = p_conversation_id::text)
-          -- found through this user's own words (0030); ts_match_vq is @@, which the index
-          -- over every user's lexemes would otherwise be scanned for
+          -- found through this user's own words (0030), then checked by ts_match_vq: @@ in
+          -- a form the planner matches to no index
           AND recall.user_terms(m.user_id, m.fts) && recall.user_word_keys(p_user_id, p_words)
           AND ts_match_vq(m.fts, q.query) AND (m.holds IS NULL OR m.holds = 'statement')
     ), hits AS MATERIALIZED (
