@@ -19,27 +19,35 @@
 --
 -- CREATE OR REPLACE keeps owners, grants and (on Citus) distribution but resets SECURITY
 -- DEFINER and SET clauses: they are read before and put back after, as in migration 0027.
--- CREATE INDEX and DROP INDEX on a distributed table reach its shards; the index's functions
--- are dependencies Citus creates on the workers.
 
+-- On Citus each statement that reaches the workers or the shards runs alone (EXECUTE): Citus
+-- passes a statement's own text on, and this file's text holds several. The index reaches the
+-- shards in parallel, and the functions replaced after it in the same transaction are refused
+-- unless the transaction runs shard commands one at a time (a setting plain PostgreSQL keeps as
+-- an unused placeholder), as in migration 0027.
+SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true);
+
+DO $do$
+BEGIN
+    EXECUTE $f$
 CREATE OR REPLACE FUNCTION recall.user_terms(p_user_id text, p_fts tsvector) RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $b$
     SELECT ARRAY(SELECT p_user_id || ' ' || l FROM unnest(tsvector_to_array(p_fts)) AS l)
-$$;
-
+$b$$f$;
+    EXECUTE $f$
 CREATE OR REPLACE FUNCTION recall.user_word_keys(p_user_id text, p_words text[]) RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $b$
     SELECT ARRAY(
         SELECT DISTINCT p_user_id || ' ' || l
         FROM unnest(coalesce(p_words, '{}'::text[])) AS w,
              unnest(tsvector_to_array(to_tsvector('english'::regconfig, w))) AS l
     )
-$$;
-
-CREATE INDEX memories_user_terms_idx ON recall.memories
-    USING gin (recall.user_terms(user_id, fts));
-
-DROP INDEX recall.memories_fts_idx;
+$b$$f$;
+    EXECUTE 'CREATE INDEX memories_user_terms_idx ON recall.memories'
+            ' USING gin (recall.user_terms(user_id, fts))';
+    EXECUTE 'DROP INDEX recall.memories_fts_idx';
+END
+$do$;
 
 CREATE TEMP TABLE recall_0030_kept ON COMMIT DROP AS
 SELECT p.oid::regprocedure::text AS f, p.prosecdef, coalesce(p.proconfig, '{}') AS config
