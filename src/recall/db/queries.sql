@@ -168,10 +168,10 @@ SELECT * FROM recall.search_keyword(
 
 -- name: search_terms
 -- The second stage's keyword side (migration 0014): every memory of the user holding a query
--- term, its BM25 and the terms it holds, and one row without an id with
--- the terms' document frequencies; no vector, so it runs while the query is embedded. One call
--- that sets the row-level security key itself. Its avgdl column is left out: BM25 reads it in
--- SQL, nothing in Python does.
+-- term (found through the user's own words, migration 0030), its BM25 and the terms it holds,
+-- and one row without an id with the terms' document frequencies; no vector, so it runs while
+-- the query is embedded. One call that sets the row-level security key itself. Its avgdl column
+-- is left out: BM25 reads it in SQL, nothing in Python does.
 SELECT id, bm25, matched, term_df, memories
 FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, NULL::uuid[]);
 
