@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
-from recall.rows import ScopedRow
+from recall.rows import SCOPED_COLUMNS
 from recall.search.assembly import split_scoped
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def scoped(part: int, key: int | None, near: int | None = None) -> ScopedRow:
+def scoped(part: int, key: int | None, near: int | None = None) -> tuple[Any, ...]:
+    """One row of recall.search_scoped as the store reads it: a tuple in its columns' order."""
     ident = None if key is None else UUID(int=key)
     detail = part == 2
-    return ScopedRow(
+    row: dict[str, Any] = dict(
         part=part, near=near, id=ident,
         bm25=None if detail or key is None else float(key), matched=None if detail else [1],
         term_df=[3.0] if part == 0 else None, memories=300.0 if part == 0 else None,
@@ -25,6 +27,8 @@ def scoped(part: int, key: int | None, near: int | None = None) -> ScopedRow:
         doc_len=5 if detail else None, prev_id=None, prev_distance=None, next_id=None,
         next_distance=None,
     )  # fmt: skip
+    assert tuple(row) == SCOPED_COLUMNS
+    return tuple(row.values())
 
 
 def test_rows_split_into_terms_details_and_the_nearest_in_order() -> None:

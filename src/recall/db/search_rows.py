@@ -8,9 +8,9 @@ from uuid import UUID
 
 from psycopg import AsyncConnection
 
-from recall.db.sql import fetch_all
+from recall.db.sql import fetch_all, fetch_tuples
 from recall.embeddings import Vector
-from recall.rows import DetailRow, MemoryRow, ScopedRow, TermRow
+from recall.rows import SCOPED_COLUMNS, DetailRow, MemoryRow, TermRow
 from recall.search.keywords import KeywordQuery
 
 __all__ = ["detail_rows", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
@@ -108,11 +108,11 @@ async def scoped_rows(
     near: int,
     best: int,
     vectors: bool = True,
-) -> list[ScopedRow]:
+) -> list[tuple[Any, ...]]:
     """A large user's second-stage candidates in one call (migration 0021): their `scope`
     nearest memories (their own HNSW index, or exact), the keyword side over those, and the
     details of the first `near` of them and of their best `best` by BM25 (with their vectors
-    when `vectors`)."""
+    when `vectors`), as tuples of `recall.rows.SCOPED_COLUMNS`."""
     params = {
         "user_id": user_id,
         "query": vector,
@@ -125,4 +125,4 @@ async def scoped_rows(
         "best": best,
         "vectors": vectors,
     }
-    return await fetch_all(conn, "search_scoped", params, ScopedRow, binary=True)
+    return await fetch_tuples(conn, "search_scoped", params, SCOPED_COLUMNS, binary=True)

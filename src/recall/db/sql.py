@@ -14,10 +14,13 @@ from typing import Any, TypeVar
 from psycopg import AsyncConnection
 from psycopg.rows import BaseRowFactory, class_row, scalar_row
 
+from recall.errors import StoreError
+
 __all__ = [
     "SCHEMA_FILE",
     "fetch_all",
     "fetch_one",
+    "fetch_tuples",
     "fetch_value",
     "fetch_values",
     "parse_blocks",
@@ -109,6 +112,29 @@ async def fetch_all(
     binary format (vectors arrive without parsing their text)."""
     cur = conn.cursor(row_factory=_row_factory(row), binary=binary)
     await cur.execute(query(name), params)
+    return await cur.fetchall()
+
+
+async def fetch_tuples(
+    conn: AsyncConnection[Any],
+    name: str,
+    params: Params,
+    columns: Sequence[str],
+    *,
+    binary: bool = False,
+) -> list[tuple[Any, ...]]:
+    """Run the block `name` and return its rows as tuples, for a block whose rows are many and
+    are read once (`recall.rows.SCOPED_COLUMNS`); its columns are checked against `columns`, so
+    a block that changes them fails here instead of being read by position wrongly.
+
+    Raises:
+        StoreError: the block's columns are not `columns`.
+    """
+    cur = conn.cursor(binary=binary)
+    await cur.execute(query(name), params)
+    got = tuple(c.name for c in cur.description or ())
+    if got != tuple(columns):
+        raise StoreError(f"block {name} returned the columns {got}, not {tuple(columns)}")
     return await cur.fetchall()
 
 

@@ -2,43 +2,47 @@
 `recall.rows.CandidateRow` from the two calls of migration 0014, `recall.search_terms`
 (`TermRow`: the keyword side, no vector) and `recall.search_details` (`DetailRow`: the vector
 side and the neighbours) (`assemble`); for a large user both come from one call,
-`recall.search_scoped` (`ScopedRow`, migration 0021; `split_scoped`)."""
+`recall.search_scoped` (migration 0021; `split_scoped`)."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 import numpy as np
 
-from recall.rows import CandidateRow, DetailRow, ScopedRow, TermRow
+from recall.rows import CandidateRow, DetailRow, TermRow
 
 __all__ = ["KeywordSide", "assemble", "split_scoped", "vector_of"]
 
 
 def split_scoped(
-    rows: list[ScopedRow],
+    rows: Sequence[tuple[Any, ...]],
 ) -> tuple[list[TermRow], list[DetailRow], list[UUID]]:
-    """`recall.search_scoped`'s rows as the calls they stand for: the keyword side's rows, the
-    details' rows (in the order they came) and the nearest memories among them, nearest
-    first."""
-    terms = [TermRow(r.id, r.bm25, r.matched, r.term_df, r.memories) for r in rows if r.part != 2]
+    """`recall.search_scoped`'s rows (tuples of `recall.rows.SCOPED_COLUMNS`) as the calls they
+    stand for: the keyword side's rows, the details' rows (in the order they came) and the
+    nearest memories among them, nearest first."""
+    terms: list[TermRow] = []
     details: list[DetailRow] = []
     near: list[tuple[int, UUID]] = []
-    for r in rows:
-        if r.part != 2:
+    for (part, place, ident, bm25, matched, term_df, memories, conversation_id, user_message,
+         ai_response, created_at, metadata, kind, distance, embedding, doc_len, prev_id,
+         prev_distance, next_id, next_distance) in rows:  # fmt: skip
+        if part != 2:
+            terms.append(TermRow(ident, bm25, matched, term_df, memories))
             continue
-        assert r.id is not None and r.created_at is not None and r.distance is not None
+        assert ident is not None and created_at is not None and distance is not None
         details.append(
             DetailRow(
-                r.id, r.conversation_id, r.user_message or "", r.ai_response or "",
-                r.created_at, r.metadata or {}, r.kind or "", r.distance, r.embedding,
-                r.doc_len or 0, r.prev_id, r.prev_distance, r.next_id, r.next_distance,
+                ident, conversation_id, user_message or "", ai_response or "", created_at,
+                metadata or {}, kind or "", distance, embedding, doc_len or 0, prev_id,
+                prev_distance, next_id, next_distance,
             )
         )  # fmt: skip
-        if r.near is not None:
-            near.append((r.near, r.id))
+        if place is not None:
+            near.append((place, ident))
     return terms, details, [i for _n, i in sorted(near)]
 
 
