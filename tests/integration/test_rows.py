@@ -13,9 +13,11 @@ import pytest
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
-from recall.db.sql import _row_factory, query
+from recall.db.sql import _row_factory, fetch_tuples, query
+from recall.errors import StoreError
 from recall.memory import make_turn
 from recall.rows import (
+    SCOPED_COLUMNS,
     AddedMemory,
     ChatSummary,
     EmbeddingSpace,
@@ -134,6 +136,24 @@ async def test_the_columns_are_the_row_fields(
         assert [c.name for c in cur.description] == [f.name for f in fields(row)]
         rows = await cur.fetchall()
     assert rows and all(isinstance(r, row) for r in rows)
+
+
+async def test_the_scoped_rows_are_read_by_their_column_names(
+    store: MemoryStore, seeded: dict[str, Any]
+) -> None:
+    """`recall.search_scoped`'s rows stay tuples (`fetch_tuples`), read by position once their
+    columns are checked to be `SCOPED_COLUMNS`; a block whose columns are others is refused."""
+    params = {
+        "user_id": seeded["user_id"], "query": seeded["query"], "scope": 10, "candidates": 40,
+        "indexed": False, "tsquery": "apple", "words": ["apple"], "near": 5, "best": 5,
+        "vectors": False,
+    }  # fmt: skip
+    async with store.connection(all_users=True) as conn:
+        rows = await fetch_tuples(conn, "search_scoped", params, SCOPED_COLUMNS, binary=True)
+        assert {r[0] for r in rows} == {0, 1, 2}  # statistics, keyword hits, details
+        assert all(len(r) == len(SCOPED_COLUMNS) for r in rows)
+        with pytest.raises(StoreError, match="search_scoped returned the columns"):
+            await fetch_tuples(conn, "search_scoped", params, SCOPED_COLUMNS[::-1])
 
 
 def test_every_row_type_is_frozen_and_slotted() -> None:
