@@ -104,14 +104,15 @@ class Candidates:
             StoreError.
         """
         plan = await self.plan_of(user_id)
-        keywords = keywords_from_text(query_text)
         if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
             terms, details, nearest = await self._scoped(
-                user_id, query_vector, plan, keywords, k, vectors
+                user_id, query_vector, plan, keywords_from_text(query_text), k, vectors
             )
             side = KeywordSide(terms)
         else:
-            side = words if words is not None else await self.keyword_side(user_id, keywords)
+            if words is None:  # the query's words parsed here only when not built beside
+                words = await self.keyword_side(user_id, keywords_from_text(query_text))
+            side = words
             details = await self.details_of(user_id, query_vector, k, side.best(k), vectors)
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
