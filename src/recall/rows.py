@@ -4,9 +4,12 @@ imports the other for them (issue 48). Field names are the SQL blocks' column na
 (`recall.db.sql.fetch_all` builds them by name).
 
 A memory read or search row is `MemoryRow`; the second stage's candidate is `CandidateRow`, put
-together (`recall.search.assembly.assemble`) from `TermRow` (`recall.search_terms`: the keyword
-side, no vector) and `DetailRow` (`recall.search_details`: the vector side and the
-neighbours); for a large user both come from one call, `recall.search_scoped` (`SCOPED_COLUMNS`).
+together (`recall.search.assembly.assemble`) from the rows of `recall.search_terms`
+(`TERM_COLUMNS`: the keyword side, no vector) and `recall.search_details` (`DETAIL_COLUMNS`: the
+vector side and the neighbours); for a large user both come from one call,
+`recall.search_scoped` (`SCOPED_COLUMNS`). Those three stay tuples, checked against their
+columns (`recall.db.sql.fetch_tuples`): a search reads hundreds of them once, and only the
+candidates picked from them become records.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from typing import Any
 from uuid import UUID
 
 __all__ = [
+    "DETAIL_COLUMNS",
     "SCOPED_COLUMNS",
+    "TERM_COLUMNS",
     "AddedMemory",
     "CandidateRow",
     "ChatSummary",
     "ChunkStored",
     "ConversationSummary",
-    "DetailRow",
     "EmbeddingSpace",
     "ForgottenUser",
     "ImportedId",
@@ -39,8 +43,6 @@ __all__ = [
     "ShardResult",
     "StoreItemRow",
     "StoreStats",
-    "StoredNear",
-    "TermRow",
     "TurnWrite",
     "UserBucket",
     "UserPlan",
@@ -73,64 +75,35 @@ class MemoryRow:
     bm25: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class TermRow:
-    """A row of `recall.search_terms`: a memory holding a query term (its BM25 and the terms'
-    numbers, 1-based), or, with `id` None, the query terms' document frequencies and the number
-    of memories they were counted over (the function's `avgdl` column is not selected: BM25
-    reads it in SQL and nothing in Python does)."""
+TERM_COLUMNS = ("id", "bm25", "matched", "term_df", "memories")
+"""The columns of a row of `recall.search_terms` (migration 0014), in order: a memory holding a
+query term (its BM25 and the terms' numbers, 1-based) or, with `id` None, the query terms'
+document frequencies and the number of memories they were counted over (the function's `avgdl`
+column is not selected: BM25 reads it in SQL and nothing in Python does). Read as tuples
+(`recall.db.sql.fetch_tuples`), looked up by memory in `recall.search.assembly.KeywordSide`:
+every memory holding a query term, a couple of hundred rows for a LoCoMo user (whose speakers'
+names are in nearly every turn), for which a record each would cost about 0.2 ms more."""
 
-    id: UUID | None
-    bm25: float | None
-    matched: list[int] | None
-    term_df: list[float] | None
-    memories: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class StoredNear:
-    """A memory as stored, with its cosine distance to the query: what a detail row and a
-    candidate begin with (in this order: the row factory builds a `DetailRow` positionally)."""
-
-    id: UUID
-    conversation_id: str | None
-    user_message: str
-    ai_response: str
-    created_at: datetime
-    metadata: dict[str, Any]
-    kind: str
-    distance: float
-
-
-@dataclass(frozen=True, slots=True)
-class DetailRow(StoredNear):
-    """A row of `recall.search_details`: a memory with its distance to the query, its vector,
-    its number of lexemes, and the turns before and after it in its conversation."""
-
-    embedding: Any
-    doc_len: int
-    prev_id: UUID | None
-    prev_distance: float | None
-    next_id: UUID | None
-    next_distance: float | None
-
-
-SCOPED_COLUMNS = (
-    "part", "near", "id", "bm25", "matched", "term_df", "memories", "conversation_id",
-    "user_message", "ai_response", "created_at", "metadata", "kind", "distance", "embedding",
-    "doc_len", "prev_id", "prev_distance", "next_id", "next_distance",
+DETAIL_COLUMNS = (
+    "id", "conversation_id", "user_message", "ai_response", "created_at", "metadata", "kind",
+    "distance", "embedding", "doc_len", "prev_id", "prev_distance", "next_id", "next_distance",
 )  # fmt: skip
+"""The columns of a row of `recall.search_details` (migration 0014), in order: a memory as
+stored with its distance to the query, its vector (None unless asked for), its number of
+lexemes (None before it was counted), and the turn before and after it in its conversation
+(id and distance; None where there is none). Read as tuples, made `CandidateRow`s once picked
+(`recall.search.assembly.assemble`)."""
+
+SCOPED_COLUMNS = ("part", "near", *TERM_COLUMNS, *DETAIL_COLUMNS[1:])
 """The columns of a row of `recall.search_scoped` (migration 0021), in order: by `part`, the
-terms' statistics (0) or a memory holding a query term (1), the columns of a `TermRow`, or a
-candidate's details (2), those of a `DetailRow`, with `near` its place among the nearest
-(1-based; None when only BM25 brought it). Its rows stay tuples, checked against these names
-(`recall.db.sql.fetch_tuples`), and are split into the two rows they stand for
-(`recall.search.assembly.split_scoped`): up to a hundred rows a search, for which a frozen
-record of twenty fields would cost about 0.2 ms more to build."""
+terms' statistics (0) or a memory holding a query term (1), the columns of a `TERM_COLUMNS` row,
+or a candidate's details (2), those of a `DETAIL_COLUMNS` row, with `near` its place among the
+nearest (1-based; None when only BM25 brought it). Its rows stay tuples and are split into the
+two rows they stand for (`recall.search.assembly.split_scoped`)."""
 
 
 @dataclass(frozen=True, slots=True)
-class CandidateRow(StoredNear):
+class CandidateRow:
     """One candidate of a search, as the second stage sees it (`assemble`).
 
     Attributes:
@@ -146,6 +119,14 @@ class CandidateRow(StoredNear):
         memories: the user's number of memories.
     """
 
+    id: UUID
+    conversation_id: str | None
+    user_message: str
+    ai_response: str
+    created_at: datetime
+    metadata: dict[str, Any]
+    kind: str
+    distance: float
     bm25: float
     embedding: Any  # pgvector's Vector or a numpy array: read it with `vector_of`
     doc_len: int

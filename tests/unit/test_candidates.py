@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from recall.rows import SCOPED_COLUMNS
+from recall.rows import DETAIL_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS
 from recall.search.assembly import split_scoped
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -40,9 +40,13 @@ def test_rows_split_into_terms_details_and_the_nearest_in_order() -> None:
         scoped(2, 2, near=1),
         scoped(1, 4),
     ]
-    terms, details, nearest = split_scoped(rows)
-    assert [t.id for t in terms] == [None, UUID(int=7), UUID(int=4)]
-    assert terms[0].term_df == [3.0] and terms[0].memories == 300.0
-    assert [d.id for d in details] == [UUID(int=4), UUID(int=9), UUID(int=2)]  # as they came
-    assert nearest == [UUID(int=2), UUID(int=4)]  # by their place among the nearest
-    assert details[0].distance == 0.4 and details[0].embedding is None
+    split = split_scoped(rows)
+    terms = [dict(zip(TERM_COLUMNS, t, strict=True)) for t in split[0]]
+    details = [dict(zip(DETAIL_COLUMNS, d, strict=True)) for d in split[1]]
+    assert [t["id"] for t in terms] == [None, UUID(int=7), UUID(int=4)]
+    assert terms[0]["term_df"] == [3.0] and terms[0]["memories"] == 300.0
+    assert terms[1]["bm25"] == 7.0 and terms[1]["matched"] == [1]
+    assert [d["id"] for d in details] == [UUID(int=4), UUID(int=9), UUID(int=2)]  # as they came
+    assert split[2] == [UUID(int=2), UUID(int=4)]  # by their place among the nearest
+    assert details[0]["distance"] == 0.4 and details[0]["embedding"] is None
+    assert details[0]["user_message"] == "u" and details[0]["doc_len"] == 5

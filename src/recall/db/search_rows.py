@@ -10,7 +10,7 @@ from psycopg import AsyncConnection
 
 from recall.db.sql import fetch_all, fetch_tuples
 from recall.embeddings import Vector
-from recall.rows import SCOPED_COLUMNS, DetailRow, MemoryRow, TermRow
+from recall.rows import DETAIL_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS, MemoryRow
 from recall.search.keywords import KeywordQuery
 
 __all__ = ["detail_rows", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
@@ -67,16 +67,17 @@ async def term_rows(
     *,
     user_id: str,
     keywords: KeywordQuery,
-) -> list[TermRow]:
+) -> list[tuple[Any, ...]]:
     """The second stage's keyword side (migration 0014): every memory of the user holding a
-    query term, and one row of the terms' statistics (id None)."""
+    query term, and one row of the terms' statistics (id None), as tuples of
+    `recall.rows.TERM_COLUMNS`."""
     params = {
         "user_id": user_id,
         "tsquery": None if keywords.empty else keywords.tsquery,
         "words": keywords.words,
     }
     # binary: its arrays and floats arrive without parsing their text
-    return await fetch_all(conn, "search_terms", params, TermRow, binary=True)
+    return await fetch_tuples(conn, "search_terms", params, TERM_COLUMNS, binary=True)
 
 
 async def detail_rows(
@@ -87,13 +88,13 @@ async def detail_rows(
     limit: int,
     ids: list[UUID],
     vectors: bool = True,
-) -> list[DetailRow]:
+) -> list[tuple[Any, ...]]:
     """The second stage's vector side (migration 0014): the user's `limit` nearest memories
     (exact) and `ids`, with their conversation neighbours and (when `vectors`) their vectors
-    (migration 0021)."""
+    (migration 0021), as tuples of `recall.rows.DETAIL_COLUMNS`."""
     params = {"user_id": user_id, "query": vector, "limit": limit, "ids": ids, "vectors": vectors}
     # binary: each candidate's vector arrives as floats, not as text to parse (~3 ms a search)
-    return await fetch_all(conn, "search_details", params, DetailRow, binary=True)
+    return await fetch_tuples(conn, "search_details", params, DETAIL_COLUMNS, binary=True)
 
 
 async def scoped_rows(

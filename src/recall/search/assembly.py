@@ -1,8 +1,9 @@
 """What the learned second stage knows of one candidate memory, put together: a
-`recall.rows.CandidateRow` from the two calls of migration 0014, `recall.search_terms`
-(`TermRow`: the keyword side, no vector) and `recall.search_details` (`DetailRow`: the vector
-side and the neighbours) (`assemble`); for a large user both come from one call,
-`recall.search_scoped` (migration 0021; `split_scoped`)."""
+`recall.rows.CandidateRow` from the two calls of migration 0014, `recall.search_terms` (a row
+of `recall.rows.TERM_COLUMNS`: the keyword side, no vector) and `recall.search_details` (a row of
+`recall.rows.DETAIL_COLUMNS`: the vector side and the neighbours) (`assemble`); for a large user
+both come from one call, `recall.search_scoped` (migration 0021; `split_scoped`). The rows stay
+tuples until the candidates are picked: only those become records."""
 
 from __future__ import annotations
 
@@ -13,36 +14,28 @@ from uuid import UUID
 
 import numpy as np
 
-from recall.rows import CandidateRow, DetailRow, TermRow
+from recall.rows import CandidateRow
 
 __all__ = ["KeywordSide", "assemble", "split_scoped", "vector_of"]
 
+Row = tuple[Any, ...]
+"""A row as read from the database, in its block's columns (`recall.db.sql.fetch_tuples`)."""
 
-def split_scoped(
-    rows: Sequence[tuple[Any, ...]],
-) -> tuple[list[TermRow], list[DetailRow], list[UUID]]:
+
+def split_scoped(rows: Sequence[Row]) -> tuple[list[Row], list[Row], list[UUID]]:
     """`recall.search_scoped`'s rows (tuples of `recall.rows.SCOPED_COLUMNS`) as the calls they
-    stand for: the keyword side's rows, the details' rows (in the order they came) and the
-    nearest memories among them, nearest first."""
-    terms: list[TermRow] = []
-    details: list[DetailRow] = []
+    stand for: the keyword side's rows (`TERM_COLUMNS`), the details' rows (`DETAIL_COLUMNS`,
+    in the order they came) and the nearest memories among them, nearest first."""
+    terms: list[Row] = []
+    details: list[Row] = []
     near: list[tuple[int, UUID]] = []
-    for (part, place, ident, bm25, matched, term_df, memories, conversation_id, user_message,
-         ai_response, created_at, metadata, kind, distance, embedding, doc_len, prev_id,
-         prev_distance, next_id, next_distance) in rows:  # fmt: skip
-        if part != 2:
-            terms.append(TermRow(ident, bm25, matched, term_df, memories))
+    for row in rows:
+        if row[0] != 2:
+            terms.append(row[2:7])
             continue
-        assert ident is not None and created_at is not None and distance is not None
-        details.append(
-            DetailRow(
-                ident, conversation_id, user_message or "", ai_response or "", created_at,
-                metadata or {}, kind or "", distance, embedding, doc_len or 0, prev_id,
-                prev_distance, next_id, next_distance,
-            )
-        )  # fmt: skip
-        if place is not None:
-            near.append((place, ident))
+        details.append(row[2:3] + row[7:])
+        if row[1] is not None:
+            near.append((row[1], row[2]))
     return terms, details, [i for _n, i in sorted(near)]
 
 
@@ -61,16 +54,18 @@ class KeywordSide:
 
     __slots__ = ("hits", "memories", "term_df")
 
-    def __init__(self, terms: list[TermRow]) -> None:
+    def __init__(self, terms: Sequence[Row]) -> None:
+        """`terms`: the rows of `recall.search_terms` (`recall.rows.TERM_COLUMNS`), in its
+        order."""
         self.hits: dict[UUID, tuple[int, float, list[int]]] = {}
         self.term_df: list[float] = []
         self.memories = 0.0
-        for n, t in enumerate(terms):
-            if t.id is None:
-                self.term_df = list(t.term_df or [])
-                self.memories = float(t.memories or 0.0)
+        for n, (ident, bm25, matched, term_df, memories) in enumerate(terms):
+            if ident is None:
+                self.term_df = list(term_df or [])
+                self.memories = float(memories or 0.0)
             else:
-                self.hits[t.id] = (n, float(t.bm25 or 0.0), t.matched or [])
+                self.hits[ident] = (n, float(bm25 or 0.0), matched or [])
 
     def best(self, k: int) -> list[UUID]:
         """The ids of the best `k` memories by BM25: the first `k` in `recall.search_terms`'
@@ -83,24 +78,24 @@ class KeywordSide:
 _NO_HIT: tuple[int, float, list[int]] = (0, 0.0, [])
 
 
-def assemble(side: KeywordSide, details: list[DetailRow]) -> list[CandidateRow]:
-    """The candidates: each detail row with its own and its neighbours' BM25 and terms from the
-    keyword side (0 and none where they hold no query term), and the query's statistics."""
+def assemble(side: KeywordSide, details: Sequence[Row]) -> list[CandidateRow]:
+    """The candidates: each detail row (`recall.rows.DETAIL_COLUMNS`) with its own and its
+    neighbours' BM25 and terms from the keyword side (0 and none where they hold no query term),
+    and the query's statistics."""
     hits, term_df, memories = side.hits, side.term_df, side.memories
     out: list[CandidateRow] = []
-    for d in details:
-        own = hits.get(d.id, _NO_HIT)
-        before = hits.get(d.prev_id, _NO_HIT) if d.prev_id is not None else _NO_HIT
-        after = hits.get(d.next_id, _NO_HIT) if d.next_id is not None else _NO_HIT
+    for (ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
+         distance, embedding, doc_len, prev_id, prev_distance, next_id,
+         next_distance) in details:  # fmt: skip
+        own = hits.get(ident, _NO_HIT)
+        before = hits.get(prev_id, _NO_HIT) if prev_id is not None else _NO_HIT
+        after = hits.get(next_id, _NO_HIT) if next_id is not None else _NO_HIT
         out.append(
             CandidateRow(
-                id=d.id, conversation_id=d.conversation_id, user_message=d.user_message,
-                ai_response=d.ai_response, created_at=d.created_at, metadata=d.metadata,
-                kind=d.kind, distance=d.distance, bm25=own[1], embedding=d.embedding,
-                doc_len=d.doc_len, matched=list(own[2]), prev_distance=d.prev_distance,
-                prev_matched=list(before[2]), prev_bm25=before[1],
-                next_distance=d.next_distance, next_matched=list(after[2]), next_bm25=after[1],
-                term_df=term_df, memories=memories,
+                ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
+                distance, own[1], embedding, doc_len or 0, list(own[2]), prev_distance,
+                list(before[2]), before[1], next_distance, list(after[2]), after[1], term_df,
+                memories,
             )
         )  # fmt: skip
     return out

@@ -128,6 +128,24 @@ def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
     return sum(facts.idf[t - 1] for t in matched if 0 < t <= len(facts.idf)) / facts.idf_sum
 
 
+class _Shares:
+    """`_share` for one query, each set of matched terms computed once: most candidates and
+    their neighbours hold the same few terms."""
+
+    __slots__ = ("facts", "known")
+
+    def __init__(self, facts: QueryFacts) -> None:
+        self.facts = facts
+        self.known: dict[tuple[int, ...], float] = {}
+
+    def __call__(self, matched: Sequence[int]) -> float:
+        key = tuple(matched)
+        value = self.known.get(key)
+        if value is None:
+            value = self.known[key] = _share(self.facts, key)
+        return value
+
+
 @lru_cache(maxsize=CACHED_TEXTS)  # a memory's text, judged once per process (issue 36)
 def _has_time(text: str) -> bool:
     """Whether `text` holds a word of time (`_TEMPORAL_WORDS`) or a number."""
@@ -155,16 +173,15 @@ def _list_ranks(
     (0 past the first `k`)."""
     n = len(cos)
     rank_cos = np.zeros(n)
-    for rank, i in enumerate(vector_order[:k]):
-        rank_cos[i] = 1.0 / (1 + rank)
+    first = np.asarray(vector_order[:k], dtype=np.intp)
+    rank_cos[first] = 1.0 / (1 + np.arange(len(first)))
     # a keyword score's place counts the scores above it: tied memories (the same terms and
     # length) share a place, whatever order their random ids gave them
-    matched = bm25[bm25 > 0]
+    held = bm25 > 0
+    scores = bm25[held]
+    above = len(scores) - np.searchsorted(np.sort(scores), scores, side="right")
     rank_bm25 = np.zeros(n)
-    for i in np.flatnonzero(bm25 > 0).tolist():
-        above = int(np.count_nonzero(matched > bm25[i]))
-        if above < k:
-            rank_bm25[i] = 1.0 / (1 + above)
+    rank_bm25[held] = np.where(above < k, 1.0 / (1 + above), 0.0)
     return rank_cos, rank_bm25
 
 
@@ -183,9 +200,10 @@ class _Surroundings:
 
 
 def _surroundings(
-    facts: QueryFacts, rows: Sequence[CandidateRow], cos: np.ndarray, shares: np.ndarray
+    share: _Shares, rows: Sequence[CandidateRow], cos: np.ndarray, shares: np.ndarray
 ) -> _Surroundings:
-    """The neighbour, conversation and recency values of each candidate."""
+    """The neighbour, conversation and recency values of each candidate (`share`: the query's
+    `_share`)."""
     n = len(rows)
     sessions: dict[object, list[int]] = {}
     for i, r in enumerate(rows):
@@ -201,18 +219,17 @@ def _surroundings(
     nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency = ([0.0] * n for _ in range(7))
     for i, r in enumerate(rows):
         # the best of the turns before and after it (a cosine may be negative)
-        near = [
-            (distance, matched, near_bm25)
-            for distance, matched, near_bm25 in (
-                (r.prev_distance, r.prev_matched, r.prev_bm25),
-                (r.next_distance, r.next_matched, r.next_bm25),
-            )
-            if distance is not None
-        ]
-        if near:
-            nb_cos[i] = max(_cos(d) for d, _m, _b in near)
-            nb_share[i] = max(_share(facts, m) for _d, m, _b in near)
-            nb_bm[i] = max(b for _d, _m, b in near)
+        before, after = r.prev_distance is not None, r.next_distance is not None
+        if before and after:
+            nb_cos[i] = max(_cos(r.prev_distance), _cos(r.next_distance))
+            nb_share[i] = max(share(r.prev_matched), share(r.next_matched))
+            nb_bm[i] = max(r.prev_bm25, r.next_bm25)
+        elif before:
+            nb_cos[i], nb_share[i] = _cos(r.prev_distance), share(r.prev_matched)
+            nb_bm[i] = r.prev_bm25
+        elif after:
+            nb_cos[i], nb_share[i] = _cos(r.next_distance), share(r.next_matched)
+            nb_bm[i] = r.next_bm25
         sess_cos[i], sess_n[i], sess_idf[i] = per_session[_session(r)]
         recency[i] = (r.created_at - first).total_seconds() / span if span > 0 else 1.0
     return _Surroundings(nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency)
@@ -243,8 +260,9 @@ def rank_features(
     rank_cos, rank_bm25 = _list_ranks(cos, bm25, vector_order, k)
     best_cos = float(cos[vector_order[0]]) if vector_order else float(cos.max())
     best_bm25 = float(bm25.max())
-    shares = np.array([_share(facts, r.matched) for r in rows])
-    around = _surroundings(facts, rows, cos, shares)
+    share = _Shares(facts)
+    shares = np.array([share(r.matched) for r in rows])
+    around = _surroundings(share, rows, cos, shares)
     temporal = np.array([float(_temporal(r)) for r in rows])
     asks_when = float(facts.asks_when)
     col = COLUMN

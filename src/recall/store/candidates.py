@@ -13,8 +13,8 @@ from psycopg import AsyncConnection
 from recall.db.memories import user_plan
 from recall.db.search_rows import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
-from recall.rows import CandidateRow, DetailRow, MemoryRow, TermRow
-from recall.search.assembly import KeywordSide, assemble, split_scoped
+from recall.rows import CandidateRow, MemoryRow
+from recall.search.assembly import KeywordSide, Row, assemble, split_scoped
 from recall.search.judging import holds_nothing
 from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store.core import Plan, StoreCore
@@ -39,7 +39,7 @@ SCOPE_FROM = 2000
 SCOPE = 60
 
 
-def holds_nothing_row(row: MemoryRow | DetailRow) -> bool:
+def holds_nothing_row(row: MemoryRow) -> bool:
     """Whether a stored row holds nothing a search should answer with (a question left
     unanswered, small talk, a restatement): by the judgement stored when it was written
     (`recall.search.judging`), which the searches' SQL already reads, or, for a row stored
@@ -52,16 +52,18 @@ def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
     return [r for r in rows if not holds_nothing_row(r)]
 
 
-def _pick(side: KeywordSide, details: list[DetailRow], near: list[UUID], k: int) -> list[DetailRow]:
-    """The second stage's candidates, in `details`' order: the vector side's (`near`), and the
-    best `k` by BM25, leaving out a row not judged yet that holds nothing. Picked before they
-    are assembled, so that only they are. The keyword side goes in its rows' order (ties as in
+def _pick(side: KeywordSide, details: list[Row], near: list[UUID], k: int) -> list[Row]:
+    """The second stage's candidates, in `details`' order (rows of
+    `recall.rows.DETAIL_COLUMNS`): the vector side's (`near`), and the best `k` by BM25,
+    leaving out a row not judged yet that holds nothing. Picked before they are assembled, so
+    that only they are. The keyword side goes in its rows' order (ties as in
     `KeywordSide.best`)."""
     hits = side.hits
-    held = [d for d in details if not holds_nothing_row(d)]
-    ranked = sorted((hits[d.id][0], d.id) for d in held if d.id in hits and hits[d.id][1] > 0)
+    # id, user_message, ai_response, metadata, kind: DETAIL_COLUMNS 0, 2, 3, 5, 6
+    held = [d for d in details if not holds_nothing(d[2], d[3], d[5], d[6])]
+    ranked = sorted((hits[d[0]][0], d[0]) for d in held if d[0] in hits and hits[d[0]][1] > 0)
     wanted = set(near) | {i for _place, i in ranked[:k]}
-    return [d for d in held if d.id in wanted]
+    return [d for d in held if d[0] in wanted]
 
 
 class Candidates:
@@ -116,7 +118,7 @@ class Candidates:
             details = await self.details_of(user_id, query_vector, k, side.best(k), vectors)
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
-            nearest = [d.id for d in details][:k]
+            nearest = [d[0] for d in details][:k]
         rows = assemble(side, _pick(side, details, nearest, k))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in nearest if i in position]
@@ -129,7 +131,7 @@ class Candidates:
         keywords: KeywordQuery,
         k: int,
         vectors: bool = True,
-    ) -> tuple[list[TermRow], list[DetailRow], list[UUID]]:
+    ) -> tuple[list[Row], list[Row], list[UUID]]:
         """A large user's keyword side, the candidates' details and their first `k` nearest
         memories (ids), from one call (`recall.search_scoped`)."""
         async with self.core.conn("search", read=True, reader=user_id) as conn:
@@ -167,9 +169,9 @@ class Candidates:
 
     async def details_of(
         self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool
-    ) -> list[DetailRow]:
+    ) -> list[Row]:
         """The user's `limit` nearest memories and those of `ids`, with the details the
-        second stage reads (`recall.search_details`)."""
+        second stage reads (`recall.search_details`; rows of `recall.rows.DETAIL_COLUMNS`)."""
         async with self.core.conn("search", read=True, reader=user_id) as conn:
             return await detail_rows(
                 conn, user_id=user_id, vector=vector, limit=limit, ids=ids, vectors=vectors
