@@ -95,9 +95,9 @@ class _Arrangement:
         self.rank = {i: n for n, i in enumerate(order)}
         self.asked = terms(query)
         self.by_id = {str(rows[i].id): i for i in order}
-        self.statement = [
-            _statement_slots(r, p) for r, p in zip(rows, self.provenance, strict=True)
-        ]
+        # each candidate's statement slots, read when first needed (`statement`): a search
+        # compares those of the few shown and of the candidates about as near as they are
+        self.slots_of: dict[int, frozenset[str]] = {}
         # the newest candidate that states each candidate anew (its id: the one it updates)
         self.updated_by: dict[str, int] = {}
         for j in order:
@@ -109,6 +109,13 @@ class _Arrangement:
         self.out: list[tuple[int, float]] = []
         self.shown: set[int] = set()
         self.restated: set[str] = set()  # the facts (source ids) a shown memory stands for
+
+    def statement(self, i: int) -> frozenset[str]:
+        """The slots candidate `i` states (`_statement_slots`), computed once."""
+        known = self.slots_of.get(i)
+        if known is None:
+            known = self.slots_of[i] = _statement_slots(self.rows[i], self.provenance[i])
+        return known
 
     def nearest(self, i: int) -> tuple[int, float, int]:
         """The most content words shared with the query first, then the nearest by cosine,
@@ -133,22 +140,24 @@ class _Arrangement:
             seen.add(j)
         if at != i:
             return at
-        statement, nearness = self.statement, self.nearness
-        if not statement[i]:
+        nearness, own = self.nearness, self.statement(i)
+        if not own:
             return None
-        asked_slots = {s for s in statement[i] if terms(s) & self.asked}
+        asked_slots = {s for s in own if terms(s) & self.asked}
         best: int | None = None
         for j in self.order:
-            shared = statement[j] & statement[i]
-            if j == i or not shared:
-                continue
             # j is nearer than i, or about as near and the query names the slot or j says
-            # that something changed
+            # that something changed (the nearness first: it needs no slots read)
             about_as_near = nearness[j] >= nearness[i] - NEAR_MARGIN
+            if j == i or not about_as_near:
+                continue
+            shared = self.statement(j) & own
+            if not shared:
+                continue
             if not (
                 nearness[j] >= nearness[i]
-                or (about_as_near and shared & asked_slots)
-                or (about_as_near and CHANGE.search(self.rows[j].user_message))
+                or shared & asked_slots
+                or CHANGE.search(self.rows[j].user_message)
             ):
                 continue
             if self.rows[j].created_at > self.rows[best if best is not None else i].created_at:
