@@ -148,9 +148,14 @@ class _Shares:
 
 @lru_cache(maxsize=CACHED_TEXTS)  # a memory's text, judged once per process (issue 36)
 def _has_time(text: str) -> bool:
-    """Whether `text` holds a word of time (`_TEMPORAL_WORDS`) or a number."""
-    words = {w.lower() for w in _WORDS.findall(text)}
-    return not _TEMPORAL_WORDS.isdisjoint(words) or _NUMBER.search(text) is not None
+    """Whether `text` holds a word of time (`_TEMPORAL_WORDS`) or a number. The number first,
+    then the words until one is of time: a long reply is rarely read to its end. An ASCII text
+    is lower-cased whole (the same words, each lower-cased), any other word by word."""
+    if _NUMBER.search(text) is not None:
+        return True
+    if text.isascii():
+        return not _TEMPORAL_WORDS.isdisjoint(_WORDS.findall(text.lower()))
+    return not _TEMPORAL_WORDS.isdisjoint(w.lower() for w in _WORDS.findall(text))
 
 
 def _temporal(row: CandidateRow) -> bool:
