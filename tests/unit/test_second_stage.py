@@ -287,6 +287,12 @@ def test_the_shipped_stage_is_for_bge_small_and_none_for_other_models() -> None:
         ("", False),
         ("caf\u00e9 \u0663\u0664", True),  # Unicode decimal digits are a number, as \d was
         ("x\u00b2", False),  # a superscript two is a digit but not decimal
+        # a text that is not ASCII has its words lower-cased one by one, as an ASCII one whole
+        ("Stra\u00dfe, TONIGHT", True),
+        ("na\u00efve weekend-ish", True),
+        ("\u0130stanbul", False),  # lower-cased it holds a dot above: not "istanbul", no word
+        ("s\u0130nce", False),  # "si\u0307nce" is not "since"
+        ("\uff21\uff27\uff2f", False),  # full-width "AGO" lower-cases to full-width "ago"
     ],
 )
 def test_a_word_of_time_or_a_number_makes_a_text_temporal(text: str, expected: bool) -> None:
