@@ -43,6 +43,7 @@ __all__ = [
     "ShardResult",
     "StoreItemRow",
     "StoreStats",
+    "StoredRow",
     "TurnWrite",
     "UserBucket",
     "UserPlan",
@@ -51,17 +52,12 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryRow:
-    """One memory as a read or a search returns it: the columns of `recall.search_hit`
-    (migration 0005), which every memory-returning block of `queries.sql` selects by name.
-
-    `recall.search.ranking.row_memory` turns it into a `Memory`.
+class StoredRow:
+    """A memory's stored columns, in this order: what a read row and a candidate begin with.
 
     Attributes:
         id: the memory's uuid.
         conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
-        distance: cosine distance to the query vector; None where there was no vector.
-        bm25: the keyword score; None outside keyword search.
     """
 
     id: UUID
@@ -71,6 +67,21 @@ class MemoryRow:
     created_at: datetime
     metadata: dict[str, Any]
     kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRow(StoredRow):
+    """One memory as a read or a search returns it: the columns of `recall.search_hit`
+    (migration 0005), which every memory-returning block of `queries.sql` selects by name.
+
+    `recall.search.ranking.row_memory` turns it into a `Memory`.
+
+    Attributes:
+        id, conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
+        distance: cosine distance to the query vector; None where there was no vector.
+        bm25: the keyword score; None outside keyword search.
+    """
+
     distance: float | None
     bm25: float | None
 
@@ -103,7 +114,7 @@ two rows they stand for (`recall.search.assembly.split_scoped`)."""
 
 
 @dataclass(frozen=True, slots=True)
-class CandidateRow:
+class CandidateRow(StoredRow):
     """One candidate of a search, as the second stage sees it (`assemble`).
 
     Attributes:
@@ -119,13 +130,6 @@ class CandidateRow:
         memories: the user's number of memories.
     """
 
-    id: UUID
-    conversation_id: str | None
-    user_message: str
-    ai_response: str
-    created_at: datetime
-    metadata: dict[str, Any]
-    kind: str
     distance: float
     bm25: float
     embedding: Any  # pgvector's Vector or a numpy array: read it with `vector_of`
