@@ -386,7 +386,7 @@ $$;
 -- matching rows, N and the mean length from recall.users; a term in a title counts double, in
 -- entities or key phrases one and a half times; the sum rounded to nine decimals so that ties
 -- are ties wherever rows sit (migration 0016).
--- body: 0030_user_terms.sql
+-- body: 0032_bm25_rounded_in_float.sql
 CREATE OR REPLACE FUNCTION recall.search_keyword(
     p_user_id text, p_tsquery text, p_words text[], p_query vector, p_limit integer,
     p_conversation_id text
@@ -431,7 +431,7 @@ BEGIN
         SELECT hits.id, hits.created_at, hits.content_hash,
                round(sum(
                    recall.bm25_term(df.df, q.n, hits.doc_len, q.avgdl, hits.boost)
-               )::numeric, 9)::float8 AS bm25
+               ) * 1e9) / 1e9 AS bm25
         FROM hits JOIN df USING (term) CROSS JOIN q
         GROUP BY hits.id, hits.created_at, hits.content_hash
         ORDER BY bm25 DESC, hits.created_at DESC, hits.content_hash
@@ -449,7 +449,7 @@ $$;
 -- The second stage's keyword side: every memory of the user (of p_scope when given) holding
 -- a query term, with its BM25 (as recall.search_keyword's) and the terms it holds, after one
 -- row without an id that carries the terms' document frequencies, N and the mean length.
--- body: 0030_user_terms.sql
+-- body: 0032_bm25_rounded_in_float.sql
 CREATE OR REPLACE FUNCTION recall.search_terms(
     p_user_id text, p_tsquery text, p_words text[], p_scope uuid[]
 ) RETURNS SETOF recall.search_term_hit LANGUAGE plpgsql SECURITY DEFINER
@@ -515,7 +515,7 @@ BEGIN
                -- rounded: a tie stays a tie whatever order the terms are summed in (see 0016)
                round(sum(
                    recall.bm25_term(df.df, q.n, hits.doc_len, q.avgdl, hits.boost)
-               )::numeric, 9)::float8,
+               ) * 1e9) / 1e9,
                array_agg(hits.term_no ORDER BY hits.term_no),
                -- one value per memory: grouped by the id alone, which is what costs less
                NULL::float8[], NULL::float8, NULL::float8, max(hits.created_at),
