@@ -14,12 +14,17 @@ from uuid import UUID
 
 import numpy as np
 
-from recall.rows import CandidateRow
+from recall.rows import TERM_COLUMNS, CandidateRow
 
 __all__ = ["KeywordSide", "assemble", "split_scoped", "vector_of"]
 
 Row = tuple[Any, ...]
 """A row as read from the database, in its block's columns (`recall.db.sql.fetch_tuples`)."""
+
+# a scoped row (`SCOPED_COLUMNS`): part and near, a TERM_COLUMNS row, then a DETAIL_COLUMNS row
+# less its id (the term row's)
+_TERMS = slice(2, 2 + len(TERM_COLUMNS))
+_DETAILS_AFTER_ID = slice(2 + len(TERM_COLUMNS), None)
 
 
 def split_scoped(rows: Sequence[Row]) -> tuple[list[Row], list[Row], list[UUID]]:
@@ -31,9 +36,9 @@ def split_scoped(rows: Sequence[Row]) -> tuple[list[Row], list[Row], list[UUID]]
     near: list[tuple[int, UUID]] = []
     for row in rows:
         if row[0] != 2:
-            terms.append(row[2:7])
+            terms.append(row[_TERMS])
             continue
-        details.append(row[2:3] + row[7:])
+        details.append(row[2:3] + row[_DETAILS_AFTER_ID])
         if row[1] is not None:
             near.append((row[1], row[2]))
     return terms, details, [i for _n, i in sorted(near)]

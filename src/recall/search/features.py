@@ -121,16 +121,10 @@ def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
     return QueryFacts(idf, idf_sum, idf_sum / whole if whole > 0 else 0.0, n, asks_when)
 
 
-def _share(facts: QueryFacts, matched: Sequence[int]) -> float:
-    """The share of the query's idf that the matched terms (1-based numbers) hold."""
-    if facts.idf_sum <= 0 or not matched:
-        return 0.0
-    return sum(facts.idf[t - 1] for t in matched if 0 < t <= len(facts.idf)) / facts.idf_sum
-
-
 class _Shares:
-    """`_share` for one query, each set of matched terms computed once: most candidates and
-    their neighbours hold the same few terms."""
+    """The share of the query's idf that a set of matched terms (1-based numbers) holds, for
+    one query, each set computed once: most candidates and their neighbours hold the same few
+    terms."""
 
     __slots__ = ("facts", "known")
 
@@ -142,7 +136,13 @@ class _Shares:
         key = tuple(matched)
         value = self.known.get(key)
         if value is None:
-            value = self.known[key] = _share(self.facts, key)
+            facts = self.facts
+            if facts.idf_sum <= 0 or not key:
+                value = 0.0
+            else:
+                held = (facts.idf[t - 1] for t in key if 0 < t <= len(facts.idf))
+                value = sum(held) / facts.idf_sum
+            self.known[key] = value
         return value
 
 
@@ -208,7 +208,7 @@ def _surroundings(
     share: _Shares, rows: Sequence[CandidateRow], cos: np.ndarray, shares: np.ndarray
 ) -> _Surroundings:
     """The neighbour, conversation and recency values of each candidate (`share`: the query's
-    `_share`)."""
+    idf shares)."""
     n = len(rows)
     sessions: dict[object, list[int]] = {}
     for i, r in enumerate(rows):

@@ -5,6 +5,7 @@ over its `StoreCore`; a plan may schedule an index build (`Maintenance`)."""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 from uuid import UUID
 
@@ -13,7 +14,7 @@ from psycopg import AsyncConnection
 from recall.db.memories import user_plan
 from recall.db.search_rows import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
-from recall.rows import CandidateRow, MemoryRow
+from recall.rows import DETAIL_COLUMNS, CandidateRow, MemoryRow
 from recall.search.assembly import KeywordSide, Row, assemble, split_scoped
 from recall.search.judging import holds_nothing
 from recall.search.keywords import KeywordQuery, keywords_from_text
@@ -52,6 +53,12 @@ def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
     return [r for r in rows if not holds_nothing_row(r)]
 
 
+# what a detail row's judgement reads (`holds_nothing`'s arguments, in order)
+_JUDGED = operator.itemgetter(
+    *(DETAIL_COLUMNS.index(c) for c in ("user_message", "ai_response", "metadata", "kind"))
+)
+
+
 def _pick(side: KeywordSide, details: list[Row], near: list[UUID], k: int) -> list[Row]:
     """The second stage's candidates, in `details`' order (rows of
     `recall.rows.DETAIL_COLUMNS`): the vector side's (`near`), and the best `k` by BM25,
@@ -59,8 +66,7 @@ def _pick(side: KeywordSide, details: list[Row], near: list[UUID], k: int) -> li
     that only they are. The keyword side goes in its rows' order (ties as in
     `KeywordSide.best`)."""
     hits = side.hits
-    # id, user_message, ai_response, metadata, kind: DETAIL_COLUMNS 0, 2, 3, 5, 6
-    held = [d for d in details if not holds_nothing(d[2], d[3], d[5], d[6])]
+    held = [d for d in details if not holds_nothing(*_JUDGED(d))]  # d[0]: its id
     ranked = sorted((hits[d[0]][0], d[0]) for d in held if d[0] in hits and hits[d[0]][1] > 0)
     wanted = set(near) | {i for _place, i in ranked[:k]}
     return [d for d in held if d[0] in wanted]
@@ -118,7 +124,7 @@ class Candidates:
             details = await self.details_of(user_id, query_vector, k, side.best(k), vectors)
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
-            nearest = [d[0] for d in details][:k]
+            nearest = [d[0] for d in details[:k]]
         rows = assemble(side, _pick(side, details, nearest, k))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in nearest if i in position]
