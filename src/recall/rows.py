@@ -86,14 +86,15 @@ class MemoryRow(StoredRow):
     bm25: float | None
 
 
-TERM_COLUMNS = ("id", "bm25", "matched", "term_df", "memories")
-"""The columns of a row of `recall.search_terms` (migration 0014), in order: a memory holding a
-query term (its BM25 and the terms' numbers, 1-based) or, with `id` None, the query terms'
-document frequencies and the number of memories they were counted over (the function's `avgdl`
-column is not selected: BM25 reads it in SQL and nothing in Python does). Read as tuples
-(`recall.db.sql.fetch_tuples`), looked up by memory in `recall.search.assembly.KeywordSide`:
-every memory holding a query term, a couple of hundred rows for a LoCoMo user (whose speakers'
-names are in nearly every turn), for which a record each would cost about 0.2 ms more."""
+TERM_COLUMNS = ("id", "bm25", "matched", "term_idf", "unheld_idf", "memories")
+"""The columns of a row of `recall.search_terms` (migration 0014) as the keyword side's statement
+reads it, in order: a memory holding a query term (its BM25 and the terms' numbers, 1-based) or,
+with `id` None, the query terms' idf (0 for a term no memory holds), the idf such a term would have,
+and the number of memories they were counted over (both idf from `recall.bm25_idf`, migration 0033:
+BM25 is written in SQL only; the function's `avgdl` column is not selected). Read as tuples
+(`recall.db.sql.fetch_tuples`), looked up by memory in `recall.search.assembly.KeywordSide`: every
+memory holding a query term, a couple of hundred rows for a LoCoMo user (whose speakers' names are
+in nearly every turn), for which a record each would cost about 0.2 ms more."""
 
 DETAIL_COLUMNS = (
     "id", "conversation_id", "user_message", "ai_response", "created_at", "metadata", "kind",
@@ -123,10 +124,11 @@ class CandidateRow(StoredRow):
         bm25: its BM25 for the query (0 when it holds no query term).
         embedding: its stored vector.
         doc_len: its number of lexemes.
-        matched: the query terms it holds, as numbers (1-based) into `term_df`.
+        matched: the query terms it holds, as numbers (1-based) into `term_idf`.
         prev_*, next_*: the distance, terms and BM25 of the turn before and after it in its
             conversation (None, empty and 0 where there is none).
-        term_df: each query term's number of memories of the user holding it.
+        term_idf: each query term's idf among the user's memories (0 for a term none holds).
+        unheld_idf: the idf of a term none of them holds (the most a term weighs).
         memories: the user's number of memories.
     """
 
@@ -141,7 +143,8 @@ class CandidateRow(StoredRow):
     next_distance: float | None
     next_matched: list[int]
     next_bm25: float
-    term_df: list[float]
+    term_idf: list[float]
+    unheld_idf: float
     memories: float
 
 

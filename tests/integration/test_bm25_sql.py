@@ -1,22 +1,30 @@
-"""`recall.bm25_term` (migration 0026), the one place BM25 is written in SQL, computes the
-formula `recall.search.bm25` states with its constants, and PostgreSQL inlines it into the
-queries that call it (it costs no function call per term)."""
+"""BM25 is written once, in SQL (migrations 0026 and 0033): `recall.bm25_term` computes the
+textbook formula, `recall.bm25_idf` its idf and `recall.bm25_idfs` a query's terms' idf as the
+second stage reads them, and PostgreSQL inlines the two scalar functions into the queries that
+call them (they cost no function call per term)."""
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
 from recall.db.pool import connect_once
-from recall.search import bm25
 from recall.store import MemoryStore
 
+K1, B = 1.2, 0.75  # Robertson and Zaragoza's usual constants, the ones recall's BM25 uses
 
-def python_term(df: float, n: float, doc_len: int, avgdl: float, boost: float) -> float:
-    """One term's BM25 from the module's constants."""
-    norm = 1 + bm25.K1 * ((1 - bm25.B) + bm25.B * doc_len / avgdl)
-    return boost * bm25.idf(df, n) * (bm25.K1 + 1) / norm
+
+def textbook_idf(df: float, n: float) -> float:
+    """BM25's idf with 0.5 smoothing and the 1 + that keeps it positive."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def textbook_term(df: float, n: float, doc_len: int, avgdl: float, boost: float) -> float:
+    """One term's BM25 in a document, counted once, times its boost."""
+    norm = 1 + K1 * ((1 - B) + B * doc_len / avgdl)
+    return boost * textbook_idf(df, n) * (K1 + 1) / norm
 
 
 CASES = [
@@ -28,7 +36,7 @@ CASES = [
 ]
 
 
-async def test_bm25_term_is_the_modules_formula(store: MemoryStore, database_url: str) -> None:
+async def test_bm25_term_is_the_textbook_formula(store: MemoryStore, database_url: str) -> None:
     conn = await connect_once(database_url)
     try:
         cur = await conn.execute(
@@ -41,10 +49,30 @@ async def test_bm25_term_is_the_modules_formula(store: MemoryStore, database_url
     finally:
         await conn.close()
     assert len(sql) == len(CASES) > 100
-    assert sql == pytest.approx([python_term(*case) for case in CASES], rel=1e-12, abs=0)
+    assert sql == pytest.approx([textbook_term(*case) for case in CASES], rel=1e-12, abs=0)
 
 
-async def test_it_is_inlined(store: MemoryStore, database_url: str) -> None:
+async def test_a_querys_idf_is_each_terms_and_0_where_none_holds_it(
+    store: MemoryStore, database_url: str
+) -> None:
+    conn = await connect_once(database_url)
+    try:
+        cur = await conn.execute(
+            b"SELECT recall.bm25_idfs('{3, 0, 40, 1}'::float8[], 50), recall.bm25_idf(0, 50),"
+            b" recall.bm25_idfs('{}'::float8[], 50), recall.bm25_idfs(NULL, 50)"
+        )
+        row = await cur.fetchone()
+    finally:
+        await conn.close()
+    assert row is not None
+    idfs, unheld, empty, none = row
+    expected = [textbook_idf(3, 50), 0.0, textbook_idf(40, 50), textbook_idf(1, 50)]
+    assert idfs == pytest.approx(expected, rel=1e-12, abs=0)
+    assert unheld == pytest.approx(textbook_idf(0, 50), rel=1e-12) and unheld > max(idfs)
+    assert empty == [] and none is None
+
+
+async def test_they_are_inlined(store: MemoryStore, database_url: str) -> None:
     conn = await connect_once(database_url)
     try:
         cur = await conn.execute(
@@ -54,4 +82,4 @@ async def test_it_is_inlined(store: MemoryStore, database_url: str) -> None:
         plan = "\n".join(str(row[0]) for row in await cur.fetchall())
     finally:
         await conn.close()
-    assert "ln(" in plan and "bm25_term" not in plan
+    assert "ln(" in plan and "bm25_term" not in plan and "bm25_idf" not in plan

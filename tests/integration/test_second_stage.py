@@ -143,7 +143,10 @@ async def test_candidates_hold_both_sides_and_their_neighbours(
     assert len(near) == 5 and len({rows[i].id for i in near}) == 5
     keyword = [r for r in rows if r.bm25 > 0]
     assert all(r.matched for r in keyword)  # each keyword hit names the terms it holds
-    assert rows[0].memories == 30 and len(rows[0].term_df) == 2  # "topic" and "3"
+    # "topic" and "3", their idf from SQL (migration 0033): the rarer term weighs more, and a
+    # term none of the 30 holds the most
+    assert rows[0].memories == 30 and len(rows[0].term_idf) == 2
+    assert 0 < rows[0].term_idf[0] < rows[0].term_idf[1] < rows[0].unheld_idf
     by_text = {r.user_message: r for r in rows}
     middle = next(r for t, r in by_text.items() if t not in (texts[0], texts[-1]))
     assert middle.prev_distance is not None and middle.next_distance is not None

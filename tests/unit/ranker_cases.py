@@ -4,6 +4,7 @@ so that the scores recorded in `data/ranker_golden.json` can be recomputed exact
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -43,6 +44,12 @@ _MESSAGES = (
 _REPLIES = ("Noted.", "That sounds lovely!", "Here are a few ideas: 1, 2, 3.", "")
 
 
+def textbook_idf(df: float, n: float) -> float:
+    """BM25's idf as the textbook writes it (Robertson's, with 0.5 smoothing and the 1 + that
+    keeps it positive): what `recall.bm25_idf` hands the second stage in SQL."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
 @dataclass(frozen=True, slots=True)
 class Case:
     """One query and its candidates, in both the second stage's and the fusion's form."""
@@ -69,6 +76,7 @@ def _case(n: int) -> Case:
     terms = len(query.split())
     term_df = [float(rng.integers(0, 40)) for _ in range(terms)]
     memories = float(rng.integers(max(size, 1), 400))
+    term_idf = [textbook_idf(df, memories) if df > 0 else 0.0 for df in term_df]
     rows: list[CandidateRow] = []
     for _ in range(size):
         emb = 0.6 * qv * rng.uniform(0, 1) + _unit(rng)
@@ -95,7 +103,8 @@ def _case(n: int) -> Case:
                 next_distance=None if rng.uniform() < 0.3 else float(rng.uniform(0.2, 1.0)),
                 next_matched=[1] if rng.uniform() < 0.2 else [],
                 next_bm25=float(rng.uniform(0, 5)) if rng.uniform() < 0.2 else 0.0,
-                term_df=term_df,
+                term_idf=term_idf,
+                unheld_idf=textbook_idf(0.0, memories),
                 memories=memories,
             )
         )

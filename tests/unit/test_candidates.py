@@ -19,7 +19,8 @@ def scoped(part: int, key: int | None, near: int | None = None) -> tuple[Any, ..
     row: dict[str, Any] = dict(
         part=part, near=near, id=ident,
         bm25=None if detail or key is None else float(key), matched=None if detail else [1],
-        term_df=[3.0] if part == 0 else None, memories=300.0 if part == 0 else None,
+        term_idf=[3.0] if part == 0 else None, unheld_idf=6.0 if part == 0 else None,
+        memories=300.0 if part == 0 else None,
         conversation_id="c" if detail else None, user_message="u" if detail else None,
         ai_response="a" if detail else None, created_at=T0 if detail else None,
         metadata={} if detail else None, kind="turn" if detail else None,
@@ -44,7 +45,8 @@ def test_rows_split_into_terms_details_and_the_nearest_in_order() -> None:
     terms = [dict(zip(TERM_COLUMNS, t, strict=True)) for t in split[0]]
     details = [dict(zip(DETAIL_COLUMNS, d, strict=True)) for d in split[1]]
     assert [t["id"] for t in terms] == [None, UUID(int=7), UUID(int=4)]
-    assert terms[0]["term_df"] == [3.0] and terms[0]["memories"] == 300.0
+    assert terms[0]["term_idf"] == [3.0] and terms[0]["unheld_idf"] == 6.0
+    assert terms[0]["memories"] == 300.0
     assert terms[1]["bm25"] == 7.0 and terms[1]["matched"] == [1]
     assert [d["id"] for d in details] == [UUID(int=4), UUID(int=9), UUID(int=2)]  # as they came
     assert split[2] == [UUID(int=2), UUID(int=4)]  # by their place among the nearest

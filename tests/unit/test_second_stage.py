@@ -50,7 +50,8 @@ def row(n: int, **changes: Any) -> CandidateRow:
         "next_distance": None,
         "next_matched": [],
         "next_bm25": 0.0,
-        "term_df": [2.0, 0.0],
+        "term_idf": [math.log(1 + 98.5 / 2.5), 0.0],  # BM25's idf: 2 of 100 hold the first
+        "unheld_idf": math.log(1 + 100.5 / 0.5),
         "memories": 100.0,
     }
     base.update(changes)

@@ -169,10 +169,12 @@ SELECT * FROM recall.search_keyword(
 -- name: search_terms
 -- The second stage's keyword side (migration 0014): every memory of the user holding a query
 -- term (found through the user's own words, migration 0030), its BM25 and the terms it holds,
--- and one row without an id with the terms' document frequencies; no vector, so it runs while
+-- and one row without an id with the terms' idf (recall.bm25_idfs: BM25's idf is written in
+-- SQL only, migration 0033) and the idf of a term no memory holds; no vector, so it runs while
 -- the query is embedded. One call that sets the row-level security key itself. Its avgdl column
 -- is left out: BM25 reads it in SQL, nothing in Python does.
-SELECT id, bm25, matched, term_df, memories
+SELECT id, bm25, matched, recall.bm25_idfs(term_df, memories) AS term_idf,
+       recall.bm25_idf(0, memories) AS unheld_idf, memories
 FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, NULL::uuid[]);
 
 -- name: search_details
@@ -186,9 +188,10 @@ SELECT * FROM recall.search_details(%(user_id)s, %(query)s, %(limit)s, %(ids)s, 
 -- A large user's second-stage candidates in one call (migration 0021): their %(scope)s nearest
 -- memories (their own HNSW index when %(indexed)s, else exact), the keyword side over those, and
 -- the details of the first %(near)s of them and of the best %(best)s by BM25 (their vectors when
--- %(vectors)s). One call that sets the row-level security key itself. Its avgdl column is left
--- out, as in search_terms.
-SELECT part, near, id, bm25, matched, term_df, memories, conversation_id, user_message,
+-- %(vectors)s). One call that sets the row-level security key itself. The terms' idf as in
+-- search_terms; its avgdl column is left out, as there.
+SELECT part, near, id, bm25, matched, recall.bm25_idfs(term_df, memories) AS term_idf,
+       recall.bm25_idf(0, memories) AS unheld_idf, memories, conversation_id, user_message,
        ai_response, created_at, metadata, kind, distance, embedding, doc_len, prev_id,
        prev_distance, next_id, next_distance
 FROM recall.search_scoped(

@@ -269,16 +269,38 @@ $$;
 
 -- === Searches of one user's memories (each sets the row-level security key itself) ===
 
+-- A query term's idf among p_n memories of which p_df hold it: ln(1 + (n - df + 0.5) / (df +
+-- 0.5)), never negative. The one place it is written: recall.bm25_term below, and the keyword
+-- side's statement (queries.sql search_terms, through recall.bm25_idfs) for the second stage's
+-- features. Inlined into its callers (one expression, IMMUTABLE, no SET).
+-- body: 0033_bm25_idf_in_sql.sql
+CREATE OR REPLACE FUNCTION recall.bm25_idf(p_df float8, p_n float8) RETURNS float8
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT ln(1 + (p_n - p_df + 0.5) / (p_df + 0.5))
+$$;
+
+-- Each query term's idf, in the terms' order, 0 for a term no memory holds (df 0); NULL for
+-- NULL without running (STRICT): the keyword side's rows other than its statistics row.
+-- body: 0033_bm25_idf_in_sql.sql
+CREATE OR REPLACE FUNCTION recall.bm25_idfs(p_dfs float8[], p_n float8) RETURNS float8[]
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT ARRAY(
+        SELECT CASE WHEN u.df > 0 THEN recall.bm25_idf(u.df, p_n) ELSE 0 END
+        FROM unnest(p_dfs) WITH ORDINALITY AS u(df, ord)
+        ORDER BY u.ord
+    )
+$$;
+
 -- One query term's share of a document's BM25: idf * (k1 + 1) / (1 + k1 * ((1 - b) + b *
--- doc_len / avgdl)) times the term's boost, k1 = 1.2, b = 0.75, idf = ln(1 + (n - df + 0.5) /
--- (df + 0.5)), a term counted once per document. The one place BM25 is written: the memories'
--- keyword searches below and RecallStore's (items.sql store_search_ranked) sum it over a
--- document's terms. Inlined into its callers' queries (one expression, IMMUTABLE, no SET).
--- body: 0026_bm25_function.sql
+-- doc_len / avgdl)) times the term's boost, k1 = 1.2, b = 0.75, idf = recall.bm25_idf, a term
+-- counted once per document. The one place BM25 is written: the memories' keyword searches
+-- below and RecallStore's (items.sql store_search_ranked) sum it over a document's terms.
+-- Inlined into its callers' queries (one expression, IMMUTABLE, no SET).
+-- body: 0033_bm25_idf_in_sql.sql
 CREATE OR REPLACE FUNCTION recall.bm25_term(
     p_df float8, p_n float8, p_doc_len integer, p_avgdl float8, p_boost float8
 ) RETURNS float8 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT p_boost * ln(1 + (p_n - p_df + 0.5) / (p_df + 0.5))
+    SELECT p_boost * recall.bm25_idf(p_df, p_n)
            * 2.2 / (1 + 1.2 * (0.25 + 0.75 * p_doc_len / p_avgdl))
 $$;
 

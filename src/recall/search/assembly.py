@@ -57,17 +57,19 @@ class KeywordSide:
     being its position in `recall.search_terms`' order (best BM25 first, ties as the SQL
     made them stable), and the query terms' statistics."""
 
-    __slots__ = ("hits", "memories", "term_df")
+    __slots__ = ("hits", "memories", "term_idf", "unheld_idf")
 
     def __init__(self, terms: Sequence[Row]) -> None:
         """`terms`: the rows of `recall.search_terms` (`recall.rows.TERM_COLUMNS`), in its
         order."""
         self.hits: dict[UUID, tuple[int, float, list[int]]] = {}
-        self.term_df: list[float] = []
+        self.term_idf: list[float] = []
+        self.unheld_idf = 0.0
         self.memories = 0.0
-        for n, (ident, bm25, matched, term_df, memories) in enumerate(terms):
+        for n, (ident, bm25, matched, term_idf, unheld_idf, memories) in enumerate(terms):
             if ident is None:
-                self.term_df = list(term_df or [])
+                self.term_idf = list(term_idf or [])
+                self.unheld_idf = float(unheld_idf or 0.0)
                 self.memories = float(memories or 0.0)
             else:
                 self.hits[ident] = (n, float(bm25 or 0.0), matched or [])
@@ -87,7 +89,7 @@ def assemble(side: KeywordSide, details: Sequence[Row]) -> list[CandidateRow]:
     """The candidates: each detail row (`recall.rows.DETAIL_COLUMNS`) with its own and its
     neighbours' BM25 and terms from the keyword side (0 and none where they hold no query term),
     and the query's statistics."""
-    hits, term_df, memories = side.hits, side.term_df, side.memories
+    hits, term_idf, unheld, memories = side.hits, side.term_idf, side.unheld_idf, side.memories
     out: list[CandidateRow] = []
     for (ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
          distance, embedding, doc_len, prev_id, prev_distance, next_id,
@@ -99,8 +101,8 @@ def assemble(side: KeywordSide, details: Sequence[Row]) -> list[CandidateRow]:
             CandidateRow(
                 ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
                 distance, own[1], embedding, doc_len or 0, list(own[2]), prev_distance,
-                list(before[2]), before[1], next_distance, list(after[2]), after[1], term_df,
-                memories,
+                list(before[2]), before[1], next_distance, list(after[2]), after[1], term_idf,
+                unheld, memories,
             )
         )  # fmt: skip
     return out

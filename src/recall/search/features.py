@@ -26,7 +26,6 @@ import numpy as np
 
 from recall.rows import CandidateRow
 from recall.search.assembly import vector_of
-from recall.search.bm25 import idf as term_idf
 from recall.search.bm25 import saturated
 from recall.search.echo import CACHED_TEXTS, is_question
 
@@ -107,13 +106,13 @@ class QueryFacts:
 
 
 def query_facts(query_text: str, rows: Sequence[CandidateRow]) -> QueryFacts:
-    """The query's terms' idf (BM25's, as recall.search_terms computes it) and coverage."""
+    """The query's terms' idf (BM25's, as the keyword side's statement reads it from
+    `recall.bm25_idf`) and coverage."""
     if not rows:
         return QueryFacts((), 0.0, 0.0, 0.0, False)
     n = max(rows[0].memories, 1.0)
-    dfs = rows[0].term_df
-    idf = tuple(term_idf(df, n) if df > 0 else 0.0 for df in dfs)
-    most = term_idf(0.0, n)  # a term the user never used weighs the most a term can
+    idf = tuple(rows[0].term_idf)
+    most = rows[0].unheld_idf  # a term the user never used weighs the most a term can
     idf_sum = sum(idf)
     whole = sum(v if v > 0 else most for v in idf)
     low = query_text.lower()
