@@ -125,7 +125,7 @@ async def candidates(
             conn, user_id=q.user, keywords=keywords_from_text(q.text), vector=q.vector, limit=pool
         )
     _rows, cands = merge_candidates(vec, kw)
-    return cands, [c.key for c in cands]
+    return cands, [str(c.key) for c in cands]
 
 
 async def fit(store: MemoryStore, questions: list[Question]) -> FusionModel:

@@ -1,14 +1,12 @@
-"""RecallStore's hybrid search fuses in SQL (items.sql `store_search_ranked`) what the memories'
-hybrid fuses in Python (`recall.search.ranking.fuse` over `recall.search.fusion`): the same
-items, with the same cosine and BM25, get the same relevance (to 1e-9) and the same order from
-both, so the two cannot drift apart (issue 48).
+"""RecallStore's hybrid search is ranked by the fusion the memories' hybrid uses
+(`recall.search.fusion`, written once: issue 56; `recall.basestore.hybrid`): the store's
+answer is what the memories' fusion makes of the store's own two lists, with the same relevance
+(to 1e-9) and in the same order.
 
 Each item's evidence is read from the store itself: its cosine from a semantic search (the best
-of its vectors, as the hybrid's SQL takes it) and its BM25 from a keyword search. The Python
-side gets them as the memories' searches hand them to it: a vector list best first and a keyword
-list best first. Two differences are left out of these cases, and asserted absent: the SQL
-gives equal cosines (or BM25s) one rank where the Python lists number them apart, and it takes
-a negative cosine as it is where the Python clamps it to 0 (`recall.search.ranking.cosine`).
+of its vectors) and its BM25 from a keyword search. The memories' fusion gets them as the
+memories' searches hand them to it: a vector list best first and a keyword list best first,
+through its own gathering (`FusionModel.gather`).
 """
 
 from __future__ import annotations
@@ -120,7 +118,7 @@ def _row(item: SearchItem, distance: float | None, bm25: float | None) -> Memory
 
 
 @pytest.mark.parametrize("question", QUERIES)
-async def test_the_sql_fusion_is_the_python_fusion(
+async def test_the_stores_hybrid_is_the_memories_fusion(
     stores: dict[str, RecallStore], question: str
 ) -> None:
     found = {
@@ -160,6 +158,9 @@ async def test_the_sql_fusion_is_the_python_fusion(
     ranking = default_fusion().rank(query, gathered.candidates)
     names = {str(row.id): where for where, row in rows.items()}
     python = [(names[str(gathered.rows[i].id)], ranking.scores[i]) for i in ranking.order]
-    sql = [((r.namespace, r.key), float(r.score or 0)) for r in found["hybrid"]]
-    assert [where for where, _s in sql] == [where for where, _s in python]
-    assert [s for _w, s in sql] == pytest.approx([s for _w, s in python], abs=1e-9, rel=0)
+    store = [((r.namespace, r.key), float(r.score or 0)) for r in found["hybrid"]]
+    assert [where for where, _s in store] == [where for where, _s in python]
+    assert [s for _w, s in store] == pytest.approx([s for _w, s in python], abs=1e-9, rel=0)
+    # a page of it is that ranking's slice: the candidates do not depend on the page
+    page = await stores["hybrid"].asearch(ROOT, query=question, limit=3, offset=2)
+    assert [(r.namespace, r.key) for r in page] == [where for where, _s in store[2:5]]

@@ -125,7 +125,7 @@ def check_fusion(fusion: FusionModel, case: Case, want: list[list[Any]]) -> None
     within the tolerance)."""
     _rows, merged = merge_candidates(case.vector_hits, case.keyword_hits)
     ranking = fusion.rank(Query(case.query, case.vector, NOW), merged)
-    fused = [(merged[i].key, ranking.scores[i]) for i in ranking.order]
+    fused = [(str(merged[i].key), ranking.scores[i]) for i in ranking.order]
     by_id = dict(fused)
     recorded = {i: s for i, s in want}
     if by_id.keys() != recorded.keys():

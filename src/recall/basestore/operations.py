@@ -24,6 +24,7 @@ from langgraph.store.base import (
 )
 from psycopg import AsyncConnection
 
+from recall.basestore.hybrid import fused_page
 from recall.basestore.indexing import IndexSpec, keyword_text
 from recall.basestore.namespaces import join, list_matching, literal_prefix, split
 from recall.basestore.pending import PENDING_MAX
@@ -36,6 +37,7 @@ from recall.db.items import (
     delete_items,
     get_items,
     list_ns,
+    ranked_items,
     refresh_items,
     search_items,
     write_items,
@@ -43,7 +45,6 @@ from recall.db.items import (
 from recall.embeddings import Vector
 from recall.errors import ConfigError, InvalidInputError
 from recall.rows import StoreItemRow
-from recall.search.fusion import default_fusion
 from recall.search.keywords import keywords_from_text
 
 __all__ = ["Prepared", "check_ttl", "is_minutes", "prepare", "run_read", "run_writes"]
@@ -242,7 +243,10 @@ async def run_read(
             )
             planner.searched(plan.prefix, dims)
             planner.asked(plan.prefix, dims, through, plan.query)
-        rows = await search_items(conn, plan)
+        if plan.mode == "hybrid":
+            rows = fused_page(await ranked_items(conn, plan), plan.offset, plan.limit)
+        else:
+            rows = await search_items(conn, plan)
         # only items with a TTL move: a page without one costs no UPDATE (and no round trip)
         if op.refresh_ttl and (expiring := [(r.ns, r.key) for r in rows if r.expires]):
             await refresh_items(conn, expiring)
@@ -276,7 +280,6 @@ def _plan(
         chosen = "recent"
     else:
         chosen = mode
-    fusion = default_fusion()  # the weights of the items' hybrid, in SQL (items.sql)
     return SearchPlan(
         prefix=join(op.namespace_prefix),
         filter=compile_filter(op.filter),
@@ -286,5 +289,4 @@ def _plan(
         query=vector,
         dims=index.dims if index is not None else None,
         words=words,
-        weights=(fusion.intercept, *fusion.weights),
     )

@@ -22,8 +22,7 @@ from recall.db.filters import CompiledFilter
 from recall.db.sql import fetch_all, query, run
 from recall.db.storeindex import EVERY_NAMESPACE, scan_order
 from recall.embeddings import Vector
-from recall.rows import StoreItemRow
-from recall.search.bm25 import SATURATION
+from recall.rows import StoreItemRow, StoreRankedRow
 
 __all__ = [
     "IndexedStatement",
@@ -34,6 +33,7 @@ __all__ = [
     "indexed_statement",
     "list_ns",
     "prefix_size",
+    "ranked_items",
     "refresh_items",
     "search_items",
     "sweep_items",
@@ -65,8 +65,9 @@ class SearchPlan:
     """One search: where, which filter, which page, and how to rank.
 
     `mode` "recent" lists the newest first (no query or no index); "semantic" ranks by the
-    best cosine of an item's vectors; "keyword" by BM25; "hybrid" by the fusion model's
-    relevance (`weights`: its intercept then its five weights). A semantic search may go
+    best cosine of an item's vectors; "keyword" by BM25; "hybrid" reads the fusion's
+    candidates, `candidates` nearest and as many best by BM25 (`recall.basestore.hybrid`
+    ranks them). A semantic search may go
     `through` an HNSW index (migration 0015): the prefix's own ("namespace": the prefix is a
     namespace with an index; its children are still compared exactly) or the one over every
     namespace ("every", which holds every vector: migration 0029), scanning `ef_search` wide
@@ -82,7 +83,6 @@ class SearchPlan:
     query: Vector | None = None
     dims: int | None = None
     words: Sequence[str] = ()
-    weights: Sequence[float] = ()
     through: Literal["namespace", "every"] | None = None
     ef_search: int = 100
     halved: bool = True
@@ -274,7 +274,8 @@ async def _search_indexed(
 
 
 async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[StoreItemRow]:
-    """One page of items under `plan.prefix` that pass its filter, ranked as `plan.mode` says.
+    """One page of items under `plan.prefix` that pass its filter, ranked as `plan.mode` says
+    ("recent", "semantic" or "keyword"; a hybrid search reads `ranked_items`).
 
     A search through an index that yields less than a full page (the filter or the TTL
     rejected too much of what the scan found, or the prefix holds fewer items) is answered by
@@ -289,26 +290,43 @@ async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[Sto
     items_scope, params = scope(plan.prefix, "i")
     params = {**params, **plan.filter.params, "limit": plan.limit, "offset": plan.offset}
     parts: dict[str, sql.Composable] = {"scope": items_scope, "filter": plan.filter.condition}
+    if plan.mode in ("keyword", "hybrid"):
+        return list(await ranked_items(conn, plan))
     if plan.mode == "recent":
         name = "store_search_recent"
-    elif plan.mode == "semantic":
+    else:
         name = "store_search_semantic"
         parts["vscope"] = scope(plan.prefix, "v")[0]
         params.update(query=plan.query, dims=plan.dims)
-    else:
-        name = "store_search_ranked"
-        parts["vscope"] = scope(plan.prefix, "v")[0]
-        weights = dict(zip(("w0", "w1", "w2", "w3", "w4", "w5"), plan.weights, strict=True))
-        params.update(
-            query=plan.query,
-            dims=plan.dims,
-            words=list(plan.words),
-            mode=plan.mode,
-            saturation=SATURATION,  # the fusion's saturated BM25 (recall.search.fusion)
-            **weights,
-        )
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
     # planned for these values every time: a generic plan cannot see how many rows a
     # namespace's key range holds, and one prefix may hold 1 item or 100,000
     await cur.execute(_composed(name, **parts), params, prepare=False)
+    return await cur.fetchall()
+
+
+async def ranked_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[StoreRankedRow]:
+    """`store_search_ranked`: a keyword search's page, or a hybrid search's candidates (the
+    `plan.candidates` nearest and as many best by BM25, which `recall.basestore.hybrid`
+    ranks by the fusion and pages)."""
+    items_scope, params = scope(plan.prefix, "i")
+    hybrid = plan.mode == "hybrid"
+    params.update(
+        plan.filter.params,
+        query=plan.query if hybrid else None,
+        dims=plan.dims,
+        words=list(plan.words),
+        mode=plan.mode,
+        candidates=plan.candidates,
+        # a hybrid search reads every candidate: the fusion ranks them and takes the page
+        limit=2 * plan.candidates if hybrid else plan.limit,
+        offset=0 if hybrid else plan.offset,
+    )
+    parts = {
+        "scope": items_scope,
+        "filter": plan.filter.condition,
+        "vscope": scope(plan.prefix, "v")[0],
+    }
+    cur = conn.cursor(row_factory=class_row(StoreRankedRow))
+    await cur.execute(_composed("store_search_ranked", **parts), params, prepare=False)
     return await cur.fetchall()

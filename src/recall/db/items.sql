@@ -101,11 +101,14 @@ ORDER BY s.score DESC NULLS LAST, i.updated_at DESC, i.ns, i.key
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_ranked
--- Keyword (BM25: each term scored by recall.bm25_term, as the memories' keyword search scores
--- it, over the items under the prefix that pass the filter) and hybrid (the project's fusion
--- model over the cosine, the BM25 and both ranks, recall.search.fusion: its intercept and
--- weights are w0..w5, `saturation` is recall.search.bm25.SATURATION). Exact as well: every
--- item is scored.
+-- Keyword and hybrid. BM25: each term scored by recall.bm25_term, as the memories' keyword
+-- search scores it, over the items under the prefix that pass the filter. "keyword": a page of
+-- every such item, the best by BM25 first (the others after it, with no score). "hybrid": the
+-- fusion's candidates, which recall.search.fusion ranks in Python as it ranks the memories'
+-- (recall.basestore.hybrid): the %(candidates)s nearest items by their best vector's cosine
+-- and the %(candidates)s best by BM25, each with its cosine and BM25 and its place in each list
+-- (from 0, ties to the newer item, then by namespace and key; NULL outside a list). Exact: every
+-- item is scored. %(query)s is NULL in keyword mode, which then compares no vector.
 WITH items AS MATERIALIZED (
     SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len,
            i.ttl_minutes IS NOT NULL AS expires
@@ -131,41 +134,27 @@ WITH items AS MATERIALIZED (
 ), distances AS MATERIALIZED (
     SELECT v.ns, v.key, v.embedding <=> %(query)s::vector AS distance
     FROM recall.store_vectors AS v
-    WHERE {vscope} AND v.dims = %(dims)s
-), vec AS (
-    SELECT d.ns, d.key, 1 - min(d.distance) AS cosine
+    WHERE {vscope} AND v.dims = %(dims)s AND %(query)s::vector IS NOT NULL
+), vr AS (
+    SELECT it.ns, it.key, 1 - min(d.distance) AS cosine,
+           row_number() OVER (
+               ORDER BY 1 - min(d.distance) DESC, it.updated_at DESC, it.ns, it.key
+           ) - 1 AS r
     FROM distances AS d
     JOIN items AS it ON it.ns = d.ns AND it.key = d.key
-    GROUP BY d.ns, d.key
-), vr AS (
-    SELECT ns, key, cosine, rank() OVER (ORDER BY cosine DESC) - 1 AS r FROM vec
+    GROUP BY it.ns, it.key, it.updated_at
 ), kr AS (
-    SELECT ns, key, bm25, rank() OVER (ORDER BY bm25 DESC) - 1 AS r FROM bm
-), top AS (
-    SELECT coalesce(max(bm25), 0) AS best FROM bm
-), fused AS (
-    SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, it.expires, kr.bm25,
-           CASE WHEN vr.cosine IS NULL AND kr.bm25 IS NULL THEN NULL ELSE
-               1 / (1 + exp(-(
-                   %(w0)s::float8
-                   + %(w1)s::float8 * coalesce(vr.cosine, 0)
-                   + %(w2)s::float8 * CASE WHEN top.best > 0
-                                           THEN coalesce(kr.bm25, 0) / top.best ELSE 0 END
-                   + %(w3)s::float8 * coalesce(kr.bm25, 0)
-                                    / (coalesce(kr.bm25, 0) + %(saturation)s::float8)
-                   + %(w4)s::float8 * coalesce(1.0 / (1 + vr.r), 0)
-                   + %(w5)s::float8 * coalesce(1.0 / (1 + kr.r), 0)
-               )))
-           END AS relevance
-    FROM items AS it
-    LEFT JOIN vr ON vr.ns = it.ns AND vr.key = it.key
-    LEFT JOIN kr ON kr.ns = it.ns AND kr.key = it.key
-    CROSS JOIN top
+    SELECT bm.ns, bm.key, bm.bm25,
+           row_number() OVER (ORDER BY bm.bm25 DESC, it.updated_at DESC, it.ns, it.key) - 1 AS r
+    FROM bm JOIN items AS it ON it.ns = bm.ns AND it.key = bm.key
 )
-SELECT ns, key, value, created_at, updated_at,
-       CASE WHEN %(mode)s::text = 'keyword' THEN bm25 ELSE relevance END AS score, expires
-FROM fused
-ORDER BY score DESC NULLS LAST, updated_at DESC, ns, key
+SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, kr.bm25 AS score, it.expires,
+       vr.cosine, vr.r AS vector_rank, kr.r AS keyword_rank
+FROM items AS it
+LEFT JOIN vr ON vr.ns = it.ns AND vr.key = it.key
+LEFT JOIN kr ON kr.ns = it.ns AND kr.key = it.key
+WHERE %(mode)s::text = 'keyword' OR vr.r < %(candidates)s OR kr.r < %(candidates)s
+ORDER BY kr.bm25 DESC NULLS LAST, it.updated_at DESC, it.ns, it.key
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: store_search_indexed

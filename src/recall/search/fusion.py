@@ -8,14 +8,16 @@ for and against relevance weigh the same: the default `similarity_threshold` (0.
 the figures. The fitted weights ship as package data, `models/fusion/default.json`
 (`default_fusion`), and the model is a `recall.search.rankers.Ranker` like the second stage:
 it gathers the user's nearest memories and their best by BM25 (`Settings.hybrid_candidates`
-each, at least the limit) and merges the two lists (`merge_candidates`).
+each, at least the limit) and merges the two lists (`merge_candidates`). RecallStore's hybrid
+search ranks its items' two lists with the same model (`recall.basestore.hybrid`): the fusion
+is written here only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -33,6 +35,7 @@ __all__ = [
     "FusionRanking",
     "default_fusion",
     "features",
+    "merge",
     "merge_candidates",
 ]
 
@@ -42,9 +45,10 @@ KIND = "fusion"
 
 @dataclass(slots=True)
 class Candidate:
-    """What fusion knows of one memory: its cosine, its BM25 and its rank in each list."""
+    """What fusion knows of one candidate (a memory, or a RecallStore item): its cosine, its
+    BM25 and its place in each list."""
 
-    key: str
+    key: Hashable
     cosine: float
     bm25: float = 0.0
     vector_rank: int | None = None
@@ -68,24 +72,35 @@ def features(candidates: Sequence[Candidate]) -> list[tuple[float, ...]]:
     return rows
 
 
+def merge(
+    vector: Iterable[tuple[Hashable, float]], keyword: Iterable[tuple[Hashable, float, float]]
+) -> list[Candidate]:
+    """The union of two lists as fusion sees it: `vector` (key, cosine) nearest first and
+    `keyword` (key, cosine, BM25) best first, each candidate with its place in each (a
+    keyword-only hit can enter), in the vector list's order, then the keyword list's."""
+    candidates: dict[Hashable, Candidate] = {}
+    for rank, (key, cos) in enumerate(vector):
+        candidates[key] = Candidate(key, cos, vector_rank=rank)
+    for rank, (key, cos, bm25) in enumerate(keyword):
+        cand = candidates.setdefault(key, Candidate(key, cos))
+        cand.bm25 = bm25
+        cand.keyword_rank = rank
+    return list(candidates.values())
+
+
 def merge_candidates(
     vector_hits: list[MemoryRow], keyword_hits: list[MemoryRow]
-) -> tuple[dict[str, MemoryRow], list[Candidate]]:
-    """The union of both lists as fusion sees it (a keyword-only hit can enter), with each
-    candidate's row by id."""
-    rows: dict[str, MemoryRow] = {}
-    candidates: dict[str, Candidate] = {}
-    for rank, row in enumerate(vector_hits):
-        key = str(row.id)
-        rows[key] = row
-        candidates[key] = Candidate(key, cosine(row.distance) or 0.0, vector_rank=rank)
-    for rank, row in enumerate(keyword_hits):
-        key = str(row.id)
-        rows.setdefault(key, row)
-        cand = candidates.setdefault(key, Candidate(key, cosine(row.distance) or 0.0))
-        cand.bm25 = float(row.bm25 or 0.0)
-        cand.keyword_rank = rank
-    return rows, list(candidates.values())
+) -> tuple[dict[Hashable, MemoryRow], list[Candidate]]:
+    """The union of a user's nearest memories and their best by BM25 (`merge`), each keyed by
+    its id as text, with each candidate's row by that key."""
+    rows: dict[Hashable, MemoryRow] = {}
+    for row in (*vector_hits, *keyword_hits):
+        rows.setdefault(str(row.id), row)
+    merged = merge(
+        ((str(r.id), cosine(r.distance) or 0.0) for r in vector_hits),
+        ((str(r.id), cosine(r.distance) or 0.0, float(r.bm25 or 0.0)) for r in keyword_hits),
+    )
+    return rows, merged
 
 
 @dataclass(frozen=True, slots=True)
