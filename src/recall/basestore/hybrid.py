@@ -14,6 +14,7 @@ from collections.abc import Hashable, Sequence
 
 from recall.rows import StoreItemRow, StoreRankedRow
 from recall.search.fusion import default_fusion, merge
+from recall.search.ranking import cosine
 
 __all__ = ["fused_page"]
 
@@ -25,18 +26,14 @@ def fused_page(rows: Sequence[StoreRankedRow], offset: int, limit: int) -> list[
     nearest = sorted((r for r in rows if r.vector_rank is not None), key=_vector_rank)
     best = sorted((r for r in rows if r.keyword_rank is not None), key=_keyword_rank)
     candidates = merge(
-        (((r.ns, r.key), _cosine(r)) for r in nearest),
-        (((r.ns, r.key), _cosine(r), float(r.score or 0.0)) for r in best),
+        # the cosine as the memories' fusion takes it: clamped to 0-1, 0 without a vector
+        (((r.ns, r.key), cosine(r.distance) or 0.0) for r in nearest),
+        (((r.ns, r.key), cosine(r.distance) or 0.0, float(r.score or 0.0)) for r in best),
     )
     scores = default_fusion().relevance(candidates)
     order = sorted(range(len(candidates)), key=lambda i: -scores[i])
     page = order[offset : offset + limit]
     return [dataclasses.replace(by_key[candidates[i].key], score=scores[i]) for i in page]
-
-
-def _cosine(row: StoreRankedRow) -> float:
-    """The item's cosine as the fusion takes the memories': clamped to 0-1, 0 without one."""
-    return max(0.0, min(1.0, row.cosine)) if row.cosine is not None else 0.0
 
 
 def _vector_rank(row: StoreRankedRow) -> int:

@@ -106,7 +106,8 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- every such item, the best by BM25 first (the others after it, with no score). "hybrid": the
 -- fusion's candidates, which recall.search.fusion ranks in Python as it ranks the memories'
 -- (recall.basestore.hybrid): the %(candidates)s nearest items by their best vector's cosine
--- and the %(candidates)s best by BM25, each with its cosine and BM25 and its place in each list
+-- and the %(candidates)s best by BM25, each with its best vector's cosine distance, its BM25 and
+-- its place in each list
 -- (from 0, ties to the newer item, then by namespace and key; NULL outside a list). Exact: every
 -- item is scored. %(query)s is NULL in keyword mode, which then compares no vector.
 WITH items AS MATERIALIZED (
@@ -136,7 +137,7 @@ WITH items AS MATERIALIZED (
     FROM recall.store_vectors AS v
     WHERE {vscope} AND v.dims = %(dims)s AND %(query)s::vector IS NOT NULL
 ), vr AS (
-    SELECT it.ns, it.key, 1 - min(d.distance) AS cosine,
+    SELECT it.ns, it.key, min(d.distance) AS distance,
            row_number() OVER (
                ORDER BY 1 - min(d.distance) DESC, it.updated_at DESC, it.ns, it.key
            ) - 1 AS r
@@ -149,7 +150,7 @@ WITH items AS MATERIALIZED (
     FROM bm JOIN items AS it ON it.ns = bm.ns AND it.key = bm.key
 )
 SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, kr.bm25 AS score, it.expires,
-       vr.cosine, vr.r AS vector_rank, kr.r AS keyword_rank
+       vr.distance, vr.r AS vector_rank, kr.r AS keyword_rank
 FROM items AS it
 LEFT JOIN vr ON vr.ns = it.ns AND vr.key = it.key
 LEFT JOIN kr ON kr.ns = it.ns AND kr.key = it.key
