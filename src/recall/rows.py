@@ -362,7 +362,7 @@ class StoreRankedRow(StoreItemRow):
     """An item as RecallStore's keyword and hybrid search reads it (`store_search_ranked`):
     `score` is its BM25 (None: it holds no query word); `distance` its best vector's cosine
     distance to the query, and `vector_rank` and `keyword_rank` its place (from 0) among the
-    nearest and the best by BM25 (None: not in that list, or a keyword search)."""
+    first `SearchPlan.candidates` nearest and best by BM25 (None: not in that list)."""
 
     distance: float | None = None
     vector_rank: int | None = None

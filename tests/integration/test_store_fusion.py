@@ -22,8 +22,11 @@ import pytest
 from langgraph.store.base import IndexConfig, PutOp, SearchItem
 
 from recall import RecallStore
+from recall.db.filters import compile_filter
+from recall.db.items import SearchPlan, ranked_items
 from recall.rows import MemoryRow
 from recall.search.fusion import default_fusion
+from recall.search.keywords import keywords_from_text
 from recall.search.rankers import Ask, Query
 from tests.conftest import Databases
 from tests.integration.basestore.conftest import CharacterEmbeddings, open_store
@@ -164,3 +167,69 @@ async def test_the_stores_hybrid_is_the_memories_fusion(
     # a page of it is that ranking's slice: the candidates do not depend on the page
     page = await stores["hybrid"].asearch(ROOT, query=question, limit=3, offset=2)
     assert [(r.namespace, r.key) for r in page] == [where for where, _s in store[2:5]]
+
+
+LONG = ("fusion-long",)
+WORDS = ["otter", "river", "night", "barn", "snow", "owl", "hunt", "sleep", "morning", "field"]
+LONG_QUERY = "otter hunts at night by the river"
+
+
+async def test_past_the_first_forty_the_lists_stay_the_memories_lists(url: str) -> None:
+    """With more items than the candidate lists hold (40 each for a first page of 10), a
+    keyword hit beyond the nearest 40 enters with no vector place, as in the memories' fusion,
+    and a deeper page is the slice of the fusion of longer lists."""
+    embeddings = CharacterEmbeddings()
+    index: IndexConfig = {"dims": embeddings.dims, "embed": embeddings, "fields": ["text"]}
+    rng = np.random.default_rng(56)
+    texts = [
+        f"item{i} " + " ".join(rng.choice(WORDS, size=int(rng.integers(2, 7)))) for i in range(120)
+    ]
+    async with AsyncExitStack() as stack:
+        opened = {
+            mode: await stack.enter_async_context(open_store(url, index=index, mode=mode))
+            for mode in ("semantic", "keyword", "hybrid")
+        }
+        await opened["hybrid"].abatch(
+            [PutOp(LONG, f"k{i:03d}", {"text": text}) for i, text in enumerate(texts)]
+        )
+        # the statement's candidates carry a place only within their list (none outside it)
+        plan = SearchPlan(
+            prefix="fusion-long", filter=compile_filter(None), limit=10, offset=0, mode="hybrid",
+            query=np.asarray(await embeddings.aembed_query(LONG_QUERY), dtype=np.float32),
+            dims=embeddings.dims, words=keywords_from_text(LONG_QUERY).words,
+        )  # fmt: skip
+        async with opened["hybrid"]._pool.connection() as conn:
+            read = await ranked_items(conn, plan)
+        assert all(r.vector_rank is None or r.vector_rank < 40 for r in read)
+        assert all(r.keyword_rank is None or r.keyword_rank < 40 for r in read)
+        assert {r.vector_rank for r in read} >= set(range(40))
+        assert any(r.vector_rank is None for r in read)  # keyword hits beyond the nearest 40
+        every = await opened["semantic"].asearch(LONG, query=LONG_QUERY, limit=200)
+        cosine = {(r.namespace, r.key): float(r.score or 0) for r in every}
+        for limit, offset in ((10, 0), (10, 30)):
+            k = max(2 * (limit + offset), 40)
+            near = every[:k]
+            words = [
+                r
+                for r in await opened["keyword"].asearch(LONG, query=LONG_QUERY, limit=k)
+                if r.score is not None
+            ]
+            keyed = {(r.namespace, r.key) for r in near}
+            assert [r for r in words if (r.namespace, r.key) not in keyed]  # keyword-only hits
+            near_rows = [_row(r, 1 - cosine[(r.namespace, r.key)], None) for r in near]
+            word_rows = [_row(r, 1 - cosine[(r.namespace, r.key)], r.score) for r in words]
+            names = {row.id: (r.namespace, r.key) for r, row in zip(near, near_rows, strict=True)}
+            names |= {row.id: (r.namespace, r.key) for r, row in zip(words, word_rows, strict=True)}
+            query = Query(LONG_QUERY, np.zeros(1))
+            gathered = await default_fusion().gather(
+                _Lists(near_rows, word_rows), Ask("u", query, np.zeros(1, dtype=np.float32), 1, k)
+            )
+            assert gathered is not None
+            ranking = default_fusion().rank(query, gathered.candidates)
+            want = [(names[gathered.rows[i].id], ranking.scores[i]) for i in ranking.order]
+            want = want[offset : offset + limit]
+            page = await opened["hybrid"].asearch(
+                LONG, query=LONG_QUERY, limit=limit, offset=offset
+            )
+            assert [(r.namespace, r.key) for r in page] == [where for where, _s in want]
+            assert [r.score for r in page] == pytest.approx([s for _w, s in want], abs=1e-9)

@@ -290,7 +290,9 @@ async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[Sto
     items_scope, params = scope(plan.prefix, "i")
     params = {**params, **plan.filter.params, "limit": plan.limit, "offset": plan.offset}
     parts: dict[str, sql.Composable] = {"scope": items_scope, "filter": plan.filter.condition}
-    if plan.mode in ("keyword", "hybrid"):
+    if plan.mode == "hybrid":
+        raise ValueError("a hybrid search reads its candidates with ranked_items")
+    if plan.mode == "keyword":
         return list(await ranked_items(conn, plan))
     if plan.mode == "recent":
         name = "store_search_recent"

@@ -150,7 +150,9 @@ WITH items AS MATERIALIZED (
     FROM bm JOIN items AS it ON it.ns = bm.ns AND it.key = bm.key
 )
 SELECT it.ns, it.key, it.value, it.created_at, it.updated_at, kr.bm25 AS score, it.expires,
-       vr.distance, vr.r AS vector_rank, kr.r AS keyword_rank
+       vr.distance,
+       CASE WHEN vr.r < %(candidates)s THEN vr.r END AS vector_rank,
+       CASE WHEN kr.r < %(candidates)s THEN kr.r END AS keyword_rank
 FROM items AS it
 LEFT JOIN vr ON vr.ns = it.ns AND vr.key = it.key
 LEFT JOIN kr ON kr.ns = it.ns AND kr.key = it.key
