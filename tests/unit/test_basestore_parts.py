@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from langgraph.store.base import (
@@ -21,6 +21,7 @@ from recall.basestore.namespaces import join, list_matching, literal_prefix, spl
 from recall.basestore.planning import IndexPlanner
 from recall.config import Settings
 from recall.db.filters import compile_filter
+from recall.db.items import SearchPlan, search_items
 from recall.db.storeindex import EVERY_NAMESPACE, Breadth, StoreIndexes
 from recall.errors import ConfigError, InvalidInputError
 from recall.testing import FakeEmbeddings
@@ -183,3 +184,11 @@ async def test_an_index_under_the_floor_is_not_used_unless_it_has_grown_since() 
     await planner.written({"a": 6_000}, 8)  # grown: its old recall says nothing now
     assert planner.through("a", 8) == "namespace"
     assert planner.breadth("a", 8, "namespace") == 1000
+
+
+async def test_a_hybrid_plan_is_not_a_page_of_search_items() -> None:
+    """A hybrid search's statement returns candidates, not a page: `search_items` refuses the
+    plan (the store pages it with `recall.basestore.hybrid.fused_page`) before any I/O."""
+    plan = SearchPlan(prefix="a", filter=compile_filter(None), limit=3, offset=0, mode="hybrid")
+    with pytest.raises(ValueError, match="ranked_items"):
+        await search_items(cast(Any, None), plan)
