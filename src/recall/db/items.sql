@@ -107,15 +107,17 @@ LIMIT %(limit)s OFFSET %(offset)s
 -- fusion's candidates, which recall.search.fusion ranks in Python as it ranks the memories'
 -- (recall.basestore.hybrid): the %(candidates)s nearest items by their best vector's cosine
 -- and the %(candidates)s best by BM25, each with its best vector's cosine distance, its BM25 and
--- its place in each list
--- (from 0, ties to the newer item, then by namespace and key; NULL outside a list). Exact: every
--- item is scored. %(query)s is NULL in keyword mode, which then compares no vector.
+-- its place in each list (from 0, ties to the newer item, then by namespace and key; NULL
+-- outside a list). Exact: every item is scored. %(query)s is NULL in keyword mode, which then
+-- compares no vector. `stats` is computed once (MATERIALIZED): inlined, the planner put it
+-- inside the loop over the BM25 hits and counted the items again for each hit (9.5 of 9.6 ms
+-- for a namespace of 214 items).
 WITH items AS MATERIALIZED (
     SELECT i.ns, i.key, i.value, i.created_at, i.updated_at, i.fts, i.doc_len,
            i.ttl_minutes IS NOT NULL AS expires
     FROM recall.store_items AS i
     WHERE {scope} AND (i.expires_at IS NULL OR i.expires_at > now()) AND {filter}
-), stats AS (
+), stats AS MATERIALIZED (
     SELECT greatest(count(*), 1)::float8 AS n, greatest(avg(doc_len), 1.0)::float8 AS avgdl
     FROM items
 ), terms AS MATERIALIZED (
