@@ -30,10 +30,9 @@ def fused_page(rows: Sequence[StoreRankedRow], offset: int, limit: int) -> list[
         (((r.ns, r.key), cosine(r.distance) or 0.0) for r in nearest),
         (((r.ns, r.key), cosine(r.distance) or 0.0, float(r.score or 0.0)) for r in best),
     )
-    scores = default_fusion().relevance(candidates)
-    order = sorted(range(len(candidates)), key=lambda i: -scores[i])
-    page = order[offset : offset + limit]
-    return [dataclasses.replace(by_key[candidates[i].key], score=scores[i]) for i in page]
+    ranking = default_fusion().ranked(candidates)
+    page = ranking.order[offset : offset + limit]
+    return [dataclasses.replace(by_key[candidates[i].key], score=ranking.scores[i]) for i in page]
 
 
 def _vector_rank(row: StoreRankedRow) -> int:

@@ -273,6 +273,18 @@ async def _search_indexed(
     return await cur.fetchall()
 
 
+def _exact_parts(plan: SearchPlan) -> tuple[dict[str, sql.Composable], dict[str, Any]]:
+    """An exact statement's placeholders (the items' and the vectors' scope, the filter) and
+    their parameters."""
+    items_scope, params = scope(plan.prefix, "i")
+    parts = {
+        "scope": items_scope,
+        "filter": plan.filter.condition,
+        "vscope": scope(plan.prefix, "v")[0],
+    }
+    return parts, {**params, **plan.filter.params}
+
+
 async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[StoreItemRow]:
     """One page of items under `plan.prefix` that pass its filter, ranked as `plan.mode` says
     ("recent", "semantic" or "keyword"; a hybrid search reads `ranked_items`).
@@ -281,24 +293,22 @@ async def search_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[Sto
     rejected too much of what the scan found, or the prefix holds fewer items) is answered by
     the exact scan instead, so no page comes back shorter than the exact scan's.
     """
+    if plan.mode == "hybrid":
+        raise ValueError("a hybrid search reads its candidates with ranked_items")
+    if plan.mode == "keyword":
+        return list(await ranked_items(conn, plan))
     # pgvector's HNSW scan looks at most 1,000 wide: a deeper page is read by the exact scan
     indexed = plan.through is not None and plan.candidates <= _MAX_EF_SEARCH
     if plan.mode == "semantic" and indexed and plan.dims is not None:
         rows = await _search_indexed(conn, plan, plan.dims)
         if len(rows) >= plan.limit:
             return rows
-    items_scope, params = scope(plan.prefix, "i")
-    params = {**params, **plan.filter.params, "limit": plan.limit, "offset": plan.offset}
-    parts: dict[str, sql.Composable] = {"scope": items_scope, "filter": plan.filter.condition}
-    if plan.mode == "hybrid":
-        raise ValueError("a hybrid search reads its candidates with ranked_items")
-    if plan.mode == "keyword":
-        return list(await ranked_items(conn, plan))
+    parts, params = _exact_parts(plan)
+    params.update(limit=plan.limit, offset=plan.offset)
     if plan.mode == "recent":
         name = "store_search_recent"
     else:
         name = "store_search_semantic"
-        parts["vscope"] = scope(plan.prefix, "v")[0]
         params.update(query=plan.query, dims=plan.dims)
     cur = conn.cursor(row_factory=class_row(StoreItemRow))
     # planned for these values every time: a generic plan cannot see how many rows a
@@ -311,10 +321,9 @@ async def ranked_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[Sto
     """`store_search_ranked`: a keyword search's page, or a hybrid search's candidates (the
     `plan.candidates` nearest and as many best by BM25, which `recall.basestore.hybrid`
     ranks by the fusion and pages)."""
-    items_scope, params = scope(plan.prefix, "i")
+    parts, params = _exact_parts(plan)
     hybrid = plan.mode == "hybrid"
     params.update(
-        plan.filter.params,
         query=plan.query if hybrid else None,
         dims=plan.dims,
         words=list(plan.words),
@@ -324,11 +333,6 @@ async def ranked_items(conn: AsyncConnection[Any], plan: SearchPlan) -> list[Sto
         limit=2 * plan.candidates if hybrid else plan.limit,
         offset=0 if hybrid else plan.offset,
     )
-    parts = {
-        "scope": items_scope,
-        "filter": plan.filter.condition,
-        "vscope": scope(plan.prefix, "v")[0],
-    }
     cur = conn.cursor(row_factory=class_row(StoreRankedRow))
     await cur.execute(_composed("store_search_ranked", **parts), params, prepare=False)
     return await cur.fetchall()

@@ -169,7 +169,11 @@ class FusionModel:
 
     def rank(self, query: Query, candidates: Sequence[Candidate]) -> FusionRanking:
         """Score the merged candidates (`recall.search.ranking.merge_candidates`); the query
-        itself is not read: the candidates carry all the fusion knows of it."""
+        itself is not read: the candidates carry all the fusion knows of it (`ranked`)."""
+        return self.ranked(candidates)
+
+    def ranked(self, candidates: Sequence[Candidate]) -> FusionRanking:
+        """The candidates (`merge`'s) best first by relevance, with their relevance."""
         scores = self.relevance(candidates)
         # ties keep the candidates' order (the vector side's, then the keyword side's), which
         # the SQL made stable (migration 0023); their ids are random
