@@ -9,11 +9,11 @@ Two sets of users, in one database: LoCoMo's full regime (each dev conversation 
 benchmarks/default_path.py makes them, with their own HNSW index) asked a seeded sample of them.
 Each part is the wall time of one step of the store's search, taken by a timer around the
 store's own method during the timed calls:
-- the query embedded (for a user up to 2,000 memories the keyword call runs beside it; both are
-  shown within it);
+- the query embedded (for a user up to 2,000 memories the keyword call runs beside it, and the
+  sync of the user's held memories after it on the same connection; each shown within it);
 - the user's plan (cached);
-- the candidates' call after the embedding and the judging of unanswered questions among its
-  rows (a user up to 2,000: the details call; a larger one: the scoped call);
+- the candidates' details after the embedding (a user up to 2,000: from their held memories, in
+  the process, decision 0059; a larger one: the scoped call);
 - the candidates picked and assembled; the second stage (features, ranker, intent, gate); the
   result arranged (sources first, the limit);
 - the rest: what no timer covers (the checks, the result's objects, the awaits between steps).
@@ -61,8 +61,9 @@ STEPS = {
     EMBEDDED: False,
     "embedding (within the above)": True,
     "keyword call (within the above)": True,
+    "held memories' sync (within the keyword call)": True,
     "plan": False,
-    "details call": False,
+    "details (the held memories)": False,
     "candidates' call (a large user)": False,
     "scoped call (within the above)": True,
     "picked and assembled": False,
@@ -71,7 +72,7 @@ STEPS = {
 }
 SERVER = {
     "keyword call, server": "SELECT count(*) FROM recall.search_terms(%s, %s, %s, NULL)",
-    "details call, server": "SELECT count(*) FROM recall.search_details(%s, %s, %s, %s, %s)",
+    "held memories' stamp, server": "SELECT recall.held_stamp(%s)",
     "scoped call, server": (
         "SELECT count(*) FROM recall.search_scoped(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     ),
@@ -135,8 +136,12 @@ def instrument(store: MemoryStore, timers: Timers) -> None:
     candidates._scoped = timers.wrap(  # type: ignore[method-assign]
         "candidates' call (a large user)", candidates._scoped
     )
-    candidates.details_of = timers.wrap(  # type: ignore[method-assign]
-        "details call", candidates.details_of
+    held = candidates.core.held
+    held.sync = timers.wrap(  # type: ignore[method-assign]
+        "held memories' sync (within the keyword call)", held.sync
+    )
+    candidates._held_details = timers.wrap(  # type: ignore[method-assign]
+        "details (the held memories)", candidates._held_details
     )
     module: Any = candidates_module
     module.scoped_rows = timers.wrap("scoped call (within the above)", module.scoped_rows)
@@ -196,9 +201,8 @@ async def server_args(
             plan.hnsw_index is not None, tsquery, keywords.words, k, k, False,
         )  # fmt: skip
     else:
-        ids = (await store._candidates.keyword_side(user, keywords)).best(k)
         args["keyword call, server"] = (user, tsquery, keywords.words)
-        args["details call, server"] = (user, vector, k, ids, False)
+        args["held memories' stamp, server"] = (user,)
     return args
 
 

@@ -3,8 +3,9 @@ question of LoCoMo (../shared/data/locomo_dev.json, each conversation one user h
 its turn pairs) and of LongMemEval (../shared/data/longmemeval_s_dev.json.gz, each question's
 haystack one user) asked at the store's defaults (`store.search(user, text)`: limit 3,
 threshold 0.5, the default mode), the returned memories' texts and scores (rounded to 1e-9)
-dumped to a JSON file; `--compare A B` lists the questions whose answers differ and writes
-the count to docs/benchmarks.md ('same-results').
+dumped to a JSON file; `--compare A B` lists the questions whose returned memories differ,
+counts those that differ in their scores alone, and writes both to docs/benchmarks.md
+('same-results').
 
     PYTHONPATH=/work/main/src:benchmarks python benchmarks/same_results.py --out before.json
     PYTHONPATH=src:benchmarks python benchmarks/same_results.py --out after.json
@@ -152,10 +153,15 @@ async def dump(out: Path, fresh: bool, now: datetime | None) -> None:
     print(f"{len(results)} questions asked at {revision} ({tree}): {out}")
 
 
-def compare(before: Path, after: Path) -> tuple[str, str, int, int, int, str]:
-    """Print every question whose returned memories or scores differ: the two revisions, how
-    many differ, of how many, how many got at least one memory in the first dump, and where
-    the two dumps' memories were stored."""
+def _texts(found: list[list[Any]] | None) -> list[list[Any]]:
+    return [m[:2] for m in found or []]
+
+
+def compare(before: Path, after: Path) -> tuple[str, str, int, int, int, str, str]:
+    """Print every question whose returned memories (texts, in order) differ: the two
+    revisions, how many differ, of how many, how many got at least one memory in the first
+    dump, where the two dumps' memories were stored, and how many others differ in their
+    scores alone (to 1e-9) and by at most how much."""
     a, b = json.loads(before.read_text()), json.loads(after.read_text())
     where = (
         "each dump on the dev sets stored anew in a fresh database (--fresh)"
@@ -164,11 +170,17 @@ def compare(before: Path, after: Path) -> tuple[str, str, int, int, int, str]:
     )
     ra, rb = a["results"], b["results"]
     asked = ra.keys() | rb.keys()
-    differ = sorted(q for q in asked if ra.get(q) != rb.get(q))
+    differ = sorted(q for q in asked if _texts(ra.get(q)) != _texts(rb.get(q)))
     for q in differ:
         print(f"- {q}\n  {a['revision']}: {ra.get(q)}\n  {b['revision']}: {rb.get(q)}")
+    scored = [q for q in asked if q not in differ and ra.get(q) != rb.get(q)]
+    most = max(
+        (abs(x[2] - y[2]) for q in scored for x, y in zip(ra[q], rb[q], strict=True)),
+        default=0.0,
+    )
+    scores = f"{len(scored)} more differ in their scores alone, by at most {most:.1e}"
     answered = sum(1 for found in ra.values() if found)
-    return a["revision"], b["revision"], len(differ), len(asked), answered, where
+    return a["revision"], b["revision"], len(differ), len(asked), answered, where, scores
 
 
 async def main() -> None:
@@ -186,12 +198,13 @@ async def main() -> None:
     )
     args = options.parse_args()
     if args.compare:
-        first, second, differ, asked, answered, where = compare(*args.compare)
+        first, second, differ, asked, answered, where, scores = compare(*args.compare)
         body = (
             f"Same results (python benchmarks/same_results.py --compare; issues 39 and 44): "
             f"{differ} of {asked} dev questions (LoCoMo and LongMemEval, at the store's "
             f"defaults, {where}; {answered} of them get at least one memory) differ in the "
-            f"returned texts or scores (to 1e-9) between {first} and {second}."
+            f"returned memories (their texts, in order) between {first} and {second}; "
+            f"{scores} (scores to 1e-9)."
         )
         publish("same-results", body, write=not args.no_write)
         return

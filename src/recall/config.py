@@ -177,6 +177,7 @@ class Settings:
     embedding_batch_size: int = 64
     max_query_length: int = 1000
     connection_pool_size: int = 10
+    held_memories_mb: int = 256  # recall.store.held: each searched user's memories, in all
     min_message_length: int = 5
     max_message_length: int = 2000
     max_metadata_bytes: int = 65536
@@ -246,6 +247,7 @@ class Settings:
             ("embedding_batch_size", self.embedding_batch_size >= 1, "must be >= 1"),
             ("max_query_length", self.max_query_length >= 1, "must be >= 1"),
             ("connection_pool_size", self.connection_pool_size >= 1, "must be >= 1"),
+            ("held_memories_mb", self.held_memories_mb >= 0, "must be >= 0 (0: none kept)"),
             ("min_message_length", self.min_message_length >= 0, "must be >= 0"),
             (
                 "max_message_length",

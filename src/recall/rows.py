@@ -5,11 +5,12 @@ imports the other for them (issue 48). Field names are the SQL blocks' column na
 
 A memory read or search row is `MemoryRow`; the second stage's candidate is `CandidateRow`, put
 together (`recall.search.assembly.assemble`) from the rows of `recall.search_terms`
-(`TERM_COLUMNS`: the keyword side, no vector) and `recall.search_details` (`DETAIL_COLUMNS`: the
-vector side and the neighbours); for a large user both come from one call,
-`recall.search_scoped` (`SCOPED_COLUMNS`). Those three stay tuples, checked against their
-columns (`recall.db.sql.fetch_tuples`): a search reads hundreds of them once, and only the
-candidates picked from them become records.
+(`TERM_COLUMNS`: the keyword side, no vector) and the details of `recall.search_details`'
+shape (`DETAIL_COLUMNS`: the vector side and the neighbours), which `recall.store.held` computes
+from the user's held rows (`HELD_COLUMNS`); for a large user both come from one call,
+`recall.search_scoped` (`SCOPED_COLUMNS`). They stay tuples, checked against their columns
+(`recall.db.sql.fetch_tuples`): a search reads hundreds of them once, and only the candidates
+picked from them become records.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from uuid import UUID
 
 __all__ = [
     "DETAIL_COLUMNS",
+    "HELD_COLUMNS",
     "SCOPED_COLUMNS",
     "TERM_COLUMNS",
     "AddedMemory",
@@ -105,6 +107,14 @@ stored with its distance to the query, its vector (None unless asked for), its n
 lexemes (None before it was counted), and the turn before and after it in its conversation
 (id and distance; None where there is none). Read as tuples, made `CandidateRow`s once picked
 (`recall.search.assembly.assemble`)."""
+
+HELD_COLUMNS = (
+    "id", "version", "conversation_id", "user_message", "ai_response", "created_at", "metadata",
+    "kind", "embedding", "doc_len", "holds", "content_hash",
+)  # fmt: skip
+"""The columns of a row of `recall.held_rows` (migration 0034), in order: a memory's id and row
+version, then, for the memories asked for (else None), what a search reads of it (the metadata as
+JSON text, decoded only for a candidate). Read as tuples, held by `recall.store.held`."""
 
 SCOPED_COLUMNS = ("part", "near", *TERM_COLUMNS, *DETAIL_COLUMNS[1:])
 """The columns of a row of `recall.search_scoped` (migration 0021), in order: by `part`, the

@@ -220,6 +220,16 @@ async def test_recall_connection_pool_size(env: ProcessEnv) -> None:
         assert store.pool.max_size == 3
 
 
+async def test_recall_held_memories_mb(env: ProcessEnv, user: str) -> None:
+    env.setenv("RECALL_HELD_MEMORIES_MB", "0")
+    async with await_store() as store:
+        await store.add_turn(user, "I keep bees on the roof", "How many hives?")
+        async with store.pool.connection() as conn:
+            held = await store.core.held.sync(conn, user)
+        # read for the search, not kept for the next
+        assert len(held.rows) == 1 and store.core.held.get(user) is None
+
+
 # -- the model ----------------------------------------------------------------------------
 
 

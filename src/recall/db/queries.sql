@@ -177,12 +177,18 @@ SELECT id, bm25, matched, recall.bm25_idfs(term_df, memories) AS term_idf,
        recall.bm25_idf(0, memories) AS unheld_idf, memories
 FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, NULL::uuid[]);
 
--- name: search_details
--- The second stage's vector side (migration 0014; its vectors only when %(vectors)s: 0021):
--- the user's %(limit)s nearest memories (exact; none for 0) and %(ids)s, each with its
--- distance, embedding and conversation neighbours. One call that sets the row-level security
--- key itself.
-SELECT * FROM recall.search_details(%(user_id)s, %(query)s, %(limit)s, %(ids)s, %(vectors)s);
+-- name: held_stamp
+-- The stamp of the user's memories as they stand (migration 0034, recall.store.held): any
+-- insert, update or delete of one changes it. One call that sets the row-level security key
+-- itself.
+SELECT recall.held_stamp(%(user_id)s) AS stamp;
+
+-- name: held_rows
+-- The rows a search holds between searches (migration 0034, recall.store.held): with %(ids)s
+-- empty, every memory of the user with its row version only; else the memories of %(ids)s
+-- (every one when NULL) with the columns a search reads. One call that sets the row-level
+-- security key itself.
+SELECT * FROM recall.held_rows(%(user_id)s, %(ids)s);
 
 -- name: search_scoped
 -- A large user's second-stage candidates in one call (migration 0021): their %(scope)s nearest

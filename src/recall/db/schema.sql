@@ -730,6 +730,57 @@ BEGIN
 END;
 $$;
 
+-- A stamp of the user's memories as they stand: the xor of a 64-bit hash of each memory's id
+-- and row version (xmin: it changes with every insert and update of the row; a deleted row is
+-- gone), so any write to them changes it. A search compares it with the stamp its held rows
+-- were read under, and reads no rows when they are the same.
+-- body: 0034_held_rows.sql
+CREATE OR REPLACE FUNCTION recall.held_stamp(p_user_id text) RETURNS bigint LANGUAGE plpgsql
+SECURITY DEFINER
+SET plan_cache_mode = force_generic_plan
+SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    previous text := recall.swap_user_key(p_user_id);
+    stamp bigint;
+BEGIN
+    SELECT coalesce(bit_xor(hashtextextended(m.id::text || '/' || m.xmin::text, 0)), 0)
+    INTO stamp
+    FROM recall.memories AS m
+    WHERE m.user_id = p_user_id;
+    PERFORM recall.swap_user_key(previous);
+    RETURN stamp;
+END;
+$$;
+
+-- The user's memories: with p_ids '{}', each one's id and row version only; else those of
+-- p_ids (every one when NULL) with the columns a search reads.
+-- body: 0034_held_rows.sql
+CREATE OR REPLACE FUNCTION recall.held_rows(p_user_id text, p_ids uuid[])
+RETURNS SETOF recall.held_row LANGUAGE plpgsql SECURITY DEFINER
+SET plan_cache_mode = force_generic_plan
+SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    previous text := recall.swap_user_key(p_user_id);
+BEGIN
+    IF cardinality(p_ids) = 0 THEN
+        RETURN QUERY
+        SELECT m.id, m.xmin::text::bigint, NULL::text, NULL::text, NULL::text,
+               NULL::timestamptz, NULL::text, NULL::text, NULL::vector, NULL::integer,
+               NULL::text, NULL::bytea
+        FROM recall.memories AS m
+        WHERE m.user_id = p_user_id;
+    ELSE
+        RETURN QUERY
+        SELECT m.id, m.xmin::text::bigint, m.conversation_id, m.user_message, m.ai_response,
+               m.created_at, m.metadata::text, m.kind, m.embedding, m.doc_len, m.holds,
+               m.content_hash
+        FROM recall.memories AS m
+        WHERE m.user_id = p_user_id AND (p_ids IS NULL OR m.id = ANY(p_ids));
+    END IF;
+    PERFORM recall.swap_user_key(previous);
+END;
+$$;
+
 -- === RecallStore ===
 
 -- Filter values that are dates or times compare as times: an ISO 8601 text with a time and
@@ -755,10 +806,40 @@ $$;
 
 -- Make this database's schema a distributed one, idempotently (recall.db.migrate runs it
 -- after migrating; a no-op without citus). Each migration that distributed more renamed the body
--- before it and called it first: distribute_before_0021 -> distribute_0018 -> distribute_0014 ->
--- distribute_0013.
--- body: 0021_scoped_search.sql
+-- before it and called it first: distribute_before_0034 -> distribute_before_0021 ->
+-- distribute_0018 -> distribute_0014 -> distribute_0013.
+-- body: 0034_held_rows.sql
 CREATE OR REPLACE FUNCTION recall.distribute() RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    distributed integer := recall.distribute_before_0034();
+    f text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RETURN distributed;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'recall.memories'::regclass
+    ) THEN
+        RETURN distributed;
+    END IF;
+    FOREACH f IN ARRAY ARRAY['recall.held_stamp(text)', 'recall.held_rows(text, uuid[])'] LOOP
+        IF NOT EXISTS (
+            SELECT 1 FROM pg_dist_object
+            WHERE classid = 'pg_proc'::regclass AND objid = f::regprocedure
+              AND distribution_argument_index IS NOT NULL
+        ) THEN
+            EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan', f);
+            PERFORM create_distributed_function(
+                f::regprocedure, 'p_user_id', colocate_with => 'recall.memories');
+        END IF;
+    END LOOP;
+    RETURN distributed;
+END;
+$$;
+
+
+-- body: 0021_scoped_search.sql
+CREATE OR REPLACE FUNCTION recall.distribute_before_0034() RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     distributed integer := recall.distribute_before_0021();
     f text;

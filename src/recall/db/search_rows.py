@@ -8,12 +8,12 @@ from uuid import UUID
 
 from psycopg import AsyncConnection
 
-from recall.db.sql import fetch_all, fetch_tuples
+from recall.db.sql import fetch_all, fetch_tuples, fetch_value
 from recall.embeddings import Vector
-from recall.rows import DETAIL_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS, MemoryRow
+from recall.rows import HELD_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS, MemoryRow
 from recall.search.keywords import KeywordQuery
 
-__all__ = ["detail_rows", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
+__all__ = ["held_rows", "held_stamp", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
 
 
 async def vector_rows(
@@ -80,21 +80,21 @@ async def term_rows(
     return await fetch_tuples(conn, "search_terms", params, TERM_COLUMNS, binary=True)
 
 
-async def detail_rows(
-    conn: AsyncConnection[Any],
-    *,
-    user_id: str,
-    vector: Vector,
-    limit: int,
-    ids: list[UUID],
-    vectors: bool = True,
+async def held_stamp(conn: AsyncConnection[Any], *, user_id: str) -> int:
+    """The stamp of the user's memories as they stand: any write to one changes it
+    (migration 0034)."""
+    return int(await fetch_value(conn, "held_stamp", {"user_id": user_id}))
+
+
+async def held_rows(
+    conn: AsyncConnection[Any], *, user_id: str, ids: list[UUID] | None
 ) -> list[tuple[Any, ...]]:
-    """The second stage's vector side (migration 0014): the user's `limit` nearest memories
-    (exact) and `ids`, with their conversation neighbours and (when `vectors`) their vectors
-    (migration 0021), as tuples of `recall.rows.DETAIL_COLUMNS`."""
-    params = {"user_id": user_id, "query": vector, "limit": limit, "ids": ids, "vectors": vectors}
-    # binary: each candidate's vector arrives as floats, not as text to parse (~3 ms a search)
-    return await fetch_tuples(conn, "search_details", params, DETAIL_COLUMNS, binary=True)
+    """The user's memories as tuples of `recall.rows.HELD_COLUMNS` (migration 0034): with `ids`
+    empty, every one's id and row version only (the other columns None); else those of `ids`
+    (every one when None) whole."""
+    # binary: the vectors arrive as floats, not as text to parse
+    params = {"user_id": user_id, "ids": ids}
+    return await fetch_tuples(conn, "held_rows", params, HELD_COLUMNS, binary=True)
 
 
 async def scoped_rows(

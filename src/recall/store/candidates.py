@@ -12,8 +12,9 @@ from uuid import UUID
 from psycopg import AsyncConnection
 
 from recall.db.memories import user_plan
-from recall.db.search_rows import detail_rows, keyword_rows, scoped_rows, term_rows, vector_rows
+from recall.db.search_rows import keyword_rows, scoped_rows, term_rows, vector_rows
 from recall.embeddings import Vector
+from recall.errors import StoreError
 from recall.rows import DETAIL_COLUMNS, CandidateRow, MemoryRow
 from recall.search.assembly import KeywordSide, Row, assemble, split_scoped
 from recall.search.judging import holds_nothing
@@ -74,8 +75,9 @@ def _pick(side: KeywordSide, details: list[Row], near: list[UUID], k: int) -> li
 
 class Candidates:
     """The plan per user and the candidate rows of each mode: the second stage's
-    (`for_query`), the vector side (`vector_search`), the keyword side by BM25 (`bm25_rows`,
-    `keyword_side`) and the candidates' details (`details_of`).
+    (`for_query`: the candidates' details from the user's held memories, `recall.store.held`),
+    the vector side (`vector_search`) and the keyword side by BM25 (`bm25_rows`,
+    `keyword_side`).
 
     Args:
         core: the state the store's parts share.
@@ -121,7 +123,7 @@ class Candidates:
             if words is None:  # the query's words parsed here only when not built beside
                 words = await self.keyword_side(user_id, keywords_from_text(query_text))
             side = words
-            details = await self.details_of(user_id, query_vector, k, side.best(k), vectors)
+            details = await self._held_details(user_id, query_vector, k, side.best(k), vectors)
             # the exact nearest, as recall.search_exact orders them: the details come in that
             # order (distance, ties to the newer memory, then by content hash; migration 0023)
             nearest = [d[0] for d in details[:k]]
@@ -166,22 +168,31 @@ class Candidates:
 
     async def keyword_side(self, user_id: str, keywords: KeywordQuery) -> KeywordSide:
         """The keyword side (`recall.search_terms`): every memory of the user holding one of
-        `keywords`, with the terms' statistics, looked up by memory. It needs no vector: the
-        default search builds it while the query is being embedded."""
+        `keywords`, with the terms' statistics, looked up by memory; and, over the same
+        connection, the user's held memories brought up to date (`HeldRows.sync`). It needs no
+        vector: the default search builds it while the query is being embedded."""
         # recall.search_terms sets the row-level security key itself: no transaction
         async with self.core.conn("search", read=True, reader=user_id) as conn:
             terms = await term_rows(conn, user_id=user_id, keywords=keywords)
+            await self.core.held.sync(conn, user_id)
         return KeywordSide(terms)
 
-    async def details_of(
+    async def _held_details(
         self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool
     ) -> list[Row]:
         """The user's `limit` nearest memories and those of `ids`, with the details the
-        second stage reads (`recall.search_details`; rows of `recall.rows.DETAIL_COLUMNS`)."""
-        async with self.core.conn("search", read=True, reader=user_id) as conn:
-            return await detail_rows(
-                conn, user_id=user_id, vector=vector, limit=limit, ids=ids, vectors=vectors
-            )
+        second stage reads (rows of `recall.rows.DETAIL_COLUMNS`, as `recall.search_details`
+        returns them), from their held memories: as `keyword_side` left them, else read now
+        (not kept meanwhile, or held with vectors of another length: a re-embedding swapped
+        the column)."""
+        held = self.core.held.get(user_id)
+        if held is None or held.dimensions not in (None, len(vector)):
+            async with self.core.conn("search", read=True, reader=user_id) as conn:
+                held = await self.core.held.sync(conn, user_id, again=held is not None)
+        try:
+            return held.details(vector, limit, ids, vectors)
+        except ValueError as exc:  # as the database would refuse to compare them
+            raise StoreError(f"search failed: {exc}") from exc
 
     async def _plan(self, conn: AsyncConnection[Any], user_id: str) -> Plan:
         cached = self.core.plans.get(user_id)

@@ -1,8 +1,8 @@
 """What every part of `MemoryStore` shares: one `StoreCore`, handed to each part when the
 store is made. Its pools, embedder and settings, the one ranker of the default mode, the
 connection scoping (row-level security, errors wrapped as `StoreError`, reads on a replica
-fenced after a user's writes), the per-user plan cache that writes keep current, and closing
-the pools."""
+fenced after a user's writes), the per-user plan cache that writes keep current, the users'
+held memories, and closing the pools."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from recall.memory import Turn, make_turn, stored_length
 from recall.search.fusion import default_fusion
 from recall.search.rankers import Ranker
 from recall.search.second_stage import second_stage_for
+from recall.store.held import HeldRows
 
 __all__ = ["Plan", "StoreCore", "shipped_ranker"]
 
@@ -81,7 +82,16 @@ class StoreCore:
         # this process. Their reads go to the primary until the replica has replayed that far
         # (decision 0021); an entry goes once seen replayed, or after an hour.
         self.fences: TTLCache[str, int] = TTLCache(maxsize=100000, ttl=3600)
+        # Each searched user's memories, checked against their row versions at every search
+        # (recall.store.held): a stale entry is brought up to date before it is read.
+        self.held = HeldRows(settings.held_memories_mb)
         self.closed = False
+
+    def drop_cached(self, user_id: str) -> None:
+        """Drop what this process holds of a user whose memories were erased or removed here:
+        their plan and their held memories (so no erased text stays in memory)."""
+        self.plans.pop(user_id, None)
+        self.held.drop(user_id)
 
     async def close_pools(self) -> None:
         """Close the pools (the store marks itself `closed` and stops its builds first)."""

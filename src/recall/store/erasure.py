@@ -98,7 +98,7 @@ class Erasure:
             return False
         async with self.core.conn("delete", user=uid, fence=(uid,)) as conn:
             deleted = await delete_memory(conn, uid, mid)
-        self.core.plans.pop(uid, None)
+        self.core.drop_cached(uid)
         log.info("memory.forget.done", scope="memory", count=int(deleted))
         return deleted
 
@@ -124,7 +124,7 @@ class Erasure:
     async def _forget_before(self, uid: str, before: datetime) -> int:
         async with self.core.conn("forget_before", user=uid, fence=(uid,)) as conn:
             count = await forget_before(conn, uid, before)
-        self.core.plans.pop(uid, None)
+        self.core.drop_cached(uid)
         return count
 
     async def apply_retention(
@@ -171,7 +171,7 @@ class Erasure:
             for uid in users:
                 async with self.core.conn("retention", user=uid, fence=(uid,)) as conn:
                     removed = await forget_over_cap(conn, uid, cap)
-                self.core.plans.pop(uid, None)
+                self.core.drop_cached(uid)
                 if removed:
                     over_cap += removed
                     touched.add(uid)
@@ -206,7 +206,7 @@ class Erasure:
         name = forgotten.hnsw_index or index_name(uid)
         async with self.core.conn("forget_user", owner=True, fence=(uid,)) as conn:
             await drop_user_index(conn, name)
-        self.core.plans.pop(uid, None)
+        self.core.drop_cached(uid)
         count = forgotten.memories
         for outbox in outboxes:
             count += await outbox.forget(uid)
