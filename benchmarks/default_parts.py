@@ -72,7 +72,7 @@ STEPS = {
 }
 SERVER = {
     "keyword call, server": "SELECT count(*) FROM recall.search_terms(%s, %s, %s, NULL)",
-    "held memories' stamp, server": "SELECT recall.held_stamp(%s)",
+    "held memories' stamp, server": "SELECT stamp FROM recall.held_versions(%s, %s)",
     "scoped call, server": (
         "SELECT count(*) FROM recall.search_scoped(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     ),
@@ -202,7 +202,8 @@ async def server_args(
         )  # fmt: skip
     else:
         args["keyword call, server"] = (user, tsquery, keywords.words)
-        args["held memories' stamp, server"] = (user,)
+        held = store.core.held.get(user)  # as the search finds it: held, the stamp unchanged
+        args["held memories' stamp, server"] = (user, held and held.stamp)
     return args
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "ConversationSummary",
     "EmbeddingSpace",
     "ForgottenUser",
+    "HeldVersions",
     "ImportedId",
     "InsertedMemory",
     "JudgeRow",
@@ -189,6 +190,15 @@ class InsertedMemory:
 
     memory_id: UUID
     memory_created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class HeldVersions:
+    """`held_versions`: a user's stamp and, when not the one given, each memory's version."""
+
+    stamp: int
+    ids: list[UUID] | None
+    versions: list[int] | None
 
 
 @dataclass(frozen=True, slots=True)

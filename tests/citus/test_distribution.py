@@ -55,7 +55,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         "recall.add_memory",
         "recall.add_turn",  # migration 0019: a turn's repeat lookup and write in one call
         "recall.held_rows",  # migration 0034: the rows a search holds between searches
-        "recall.held_stamp",  # migration 0034: whether they changed
+        "recall.held_versions",  # migration 0034: whether they changed
         "recall.insert_memory",  # migration 0018: add_memory calls it on the user's worker
         "recall.search_details",  # migration 0014
         "recall.search_details",  # migration 0021: with or without the vectors
@@ -75,7 +75,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         b"   AND proconfig::text LIKE '%%search_path=pg_catalog, %%'"
         b"   AND NOT EXISTS (SELECT 1 FROM aclexplode(proacl) AS a WHERE a.grantee = 0))"
         b" FROM pg_proc WHERE pronamespace = 'recall'::regnamespace"
-        b" AND proname IN ('add_memory', 'held_rows', 'held_stamp', 'search_details',"
+        b" AND proname IN ('add_memory', 'held_rows', 'held_versions', 'search_details',"
         b" 'search_exact', 'search_indexed', 'search_keyword', 'search_scoped',"
         b" 'search_terms')$$)",
     )

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from recall.config import Settings
-from recall.db.search_rows import held_rows
+from recall.db.search_rows import held_rows, held_versions
 from recall.errors import StoreError
 from recall.rows import DETAIL_COLUMNS
 from recall.store import MemoryStore
@@ -115,6 +115,11 @@ async def test_a_sync_follows_every_write(store: MemoryStore, user: str) -> None
     async with store.pool.connection() as conn:
         first = await held.sync(conn, user)
         assert await held.sync(conn, user) is first
+        # the stamp the rows were read under: no versions sent; none known: every memory's
+        unchanged = await held_versions(conn, user_id=user, stamp=first.stamp)
+        assert unchanged.stamp == first.stamp and unchanged.ids is None
+        listed = await held_versions(conn, user_id=user, stamp=None)
+        assert sorted(listed.ids or []) == sorted(UUID(i) for i in ids)
         await store.add_turn(user, "I moved to Porto last year", "How is it?")
         grown = await held.sync(conn, user)
         assert len(grown.rows) == 5 and grown is not first

@@ -177,17 +177,15 @@ SELECT id, bm25, matched, recall.bm25_idfs(term_df, memories) AS term_idf,
        recall.bm25_idf(0, memories) AS unheld_idf, memories
 FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, NULL::uuid[]);
 
--- name: held_stamp
--- The stamp of the user's memories as they stand (migration 0034, recall.store.held): any
--- insert, update or delete of one changes it. One call that sets the row-level security key
--- itself.
-SELECT recall.held_stamp(%(user_id)s) AS stamp;
+-- name: held_versions
+-- The user's memories as they stand (migration 0034, recall.store.held): their stamp, which any
+-- insert, update or delete of one changes, and, unless it is %(stamp)s, each memory's id and
+-- row version. One call that sets the row-level security key itself.
+SELECT * FROM recall.held_versions(%(user_id)s, %(stamp)s);
 
 -- name: held_rows
--- The rows a search holds between searches (migration 0034, recall.store.held): with %(ids)s
--- empty, every memory of the user with its row version only; else the memories of %(ids)s
--- (every one when NULL) with the columns a search reads. One call that sets the row-level
--- security key itself.
+-- The memories of %(ids)s (every one of the user's when NULL) with the columns a search reads
+-- (migration 0034, recall.store.held). One call that sets the row-level security key itself.
 SELECT * FROM recall.held_rows(%(user_id)s, %(ids)s);
 
 -- name: search_scoped

@@ -8,12 +8,12 @@ from uuid import UUID
 
 from psycopg import AsyncConnection
 
-from recall.db.sql import fetch_all, fetch_tuples, fetch_value
+from recall.db.sql import fetch_all, fetch_one, fetch_tuples
 from recall.embeddings import Vector
-from recall.rows import HELD_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS, MemoryRow
+from recall.rows import HELD_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS, HeldVersions, MemoryRow
 from recall.search.keywords import KeywordQuery
 
-__all__ = ["held_rows", "held_stamp", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
+__all__ = ["held_rows", "held_versions", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
 
 
 async def vector_rows(
@@ -80,18 +80,21 @@ async def term_rows(
     return await fetch_tuples(conn, "search_terms", params, TERM_COLUMNS, binary=True)
 
 
-async def held_stamp(conn: AsyncConnection[Any], *, user_id: str) -> int:
-    """The stamp of the user's memories as they stand: any write to one changes it
-    (migration 0034)."""
-    return int(await fetch_value(conn, "held_stamp", {"user_id": user_id}))
+async def held_versions(
+    conn: AsyncConnection[Any], *, user_id: str, stamp: int | None
+) -> HeldVersions:
+    """The user's stamp (any write to one of their memories changes it) and, unless it is
+    `stamp`, each memory's id and row version (migration 0034)."""
+    row = await fetch_one(conn, "held_versions", {"user_id": user_id, "stamp": stamp}, HeldVersions)
+    assert row is not None  # an aggregate: one row, for a user without memories too
+    return row
 
 
 async def held_rows(
     conn: AsyncConnection[Any], *, user_id: str, ids: list[UUID] | None
 ) -> list[tuple[Any, ...]]:
-    """The user's memories as tuples of `recall.rows.HELD_COLUMNS` (migration 0034): with `ids`
-    empty, every one's id and row version only (the other columns None); else those of `ids`
-    (every one when None) whole."""
+    """The user's memories of `ids` (every one when None) as tuples of
+    `recall.rows.HELD_COLUMNS` (migration 0034)."""
     # binary: the vectors arrive as floats, not as text to parse
     params = {"user_id": user_id, "ids": ids}
     return await fetch_tuples(conn, "held_rows", params, HELD_COLUMNS, binary=True)

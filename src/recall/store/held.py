@@ -19,7 +19,7 @@ import numpy as np
 from cachetools import LRUCache
 from psycopg import AsyncConnection
 
-from recall.db.search_rows import held_rows, held_stamp
+from recall.db.search_rows import held_rows, held_versions
 from recall.embeddings import Vector
 from recall.rows import HELD_COLUMNS
 
@@ -72,7 +72,7 @@ class HeldUser:
     before: np.ndarray  # the turn before (index; -1: none)
     after: np.ndarray  # the turn after
     nbytes: int  # about what it holds in memory
-    stamp: int  # `recall.held_stamp` when the rows were read (a later write changes it)
+    stamp: int  # `recall.held_versions`' stamp when the rows were read (a write changes it)
 
     @classmethod
     def of(cls, rows: Iterable[Row], stamp: int = 0) -> HeldUser:
@@ -113,26 +113,27 @@ class HeldUser:
         """The length of the held vectors (None when the user holds none)."""
         return self.matrix.shape[1] if self.rows else None
 
-    def changed(self, versions: Sequence[Row]) -> list[UUID] | None:
-        """The ids among `versions` (rows of id and version, the user's every memory) that are
-        new or changed since these rows were read; None when nothing changed (none new,
-        changed or gone)."""
+    def changed(self, ids: Sequence[UUID], versions: Sequence[int]) -> list[UUID] | None:
+        """Of `ids` (the user's every memory, with their row `versions`), those new or changed
+        since these rows were read; None when nothing changed (none new, changed or gone)."""
         stale = [
-            v[_ID]
-            for v in versions
-            if (i := self.position.get(v[_ID])) is None or self.rows[i][_VERSION] != v[_VERSION]
+            m
+            for m, v in zip(ids, versions, strict=True)
+            if (i := self.position.get(m)) is None or self.rows[i][_VERSION] != v
         ]
-        return None if not stale and len(versions) == len(self.rows) else stale
+        return None if not stale and len(ids) == len(self.rows) else stale
 
-    def updated(self, versions: Sequence[Row], fresh: Sequence[Row], stamp: int) -> HeldUser:
-        """These rows brought up to `versions` (read after `stamp`): `fresh` (the new and
-        changed rows, read after `versions`) in, the rows no longer listed out."""
+    def updated(
+        self, ids: Sequence[UUID], versions: Sequence[int], fresh: Sequence[Row], stamp: int
+    ) -> HeldUser:
+        """These rows brought up to `ids` and their `versions` (read with `stamp`): `fresh`
+        (the new and changed rows, read after them) in, the rows no longer listed out."""
         read = {r[_ID]: r for r in fresh}
         keep = []
-        for v in versions:
-            i = self.position.get(v[_ID])
-            row = read.pop(v[_ID], None)
-            if row is None and i is not None and self.rows[i][_VERSION] == v[_VERSION]:
+        for m, v in zip(ids, versions, strict=True):
+            i = self.position.get(m)
+            row = read.pop(m, None)
+            if row is None and i is not None and self.rows[i][_VERSION] == v:
                 row = self.rows[i]
             if row is not None:  # a row deleted between the two reads is left out
                 keep.append(row)
@@ -212,24 +213,23 @@ class HeldRows:
     async def sync(
         self, conn: AsyncConnection[Any], user_id: str, *, again: bool = False
     ) -> HeldUser:
-        """`user_id`'s memories as the database holds them now, read over `conn`: their stamp
-        and, only when it changed since the last sync, their row versions and then the rows
-        new or changed (every row the first time, or `again`). The stamp is read first, so a
-        write that lands meanwhile changes the next sync's stamp and is read then."""
-        stamp = await held_stamp(conn, user_id=user_id)
+        """`user_id`'s memories as the database holds them now, read over `conn`: their stamp,
+        and, only when it changed since the last sync, their row versions (the same call) and
+        then the rows new or changed (every row the first time, or `again`). The rows are read
+        after the stamp, so a write that lands between changes the next sync's stamp."""
         held = None if again else self._users.get(user_id)
-        if held is not None and held.stamp == stamp:
+        known = await held_versions(conn, user_id=user_id, stamp=held.stamp if held else None)
+        if held is not None and known.ids is None:
             return held
-        if held is None:
-            fresh = HeldUser.of(await held_rows(conn, user_id=user_id, ids=None), stamp)
+        if held is None or known.ids is None or known.versions is None:
+            fresh = HeldUser.of(await held_rows(conn, user_id=user_id, ids=None), known.stamp)
         else:
-            versions = await held_rows(conn, user_id=user_id, ids=[])
-            stale = held.changed(versions)
+            stale = held.changed(known.ids, known.versions)
             if stale is None:
-                fresh = dataclasses.replace(held, stamp=stamp)
+                fresh = dataclasses.replace(held, stamp=known.stamp)
             else:
                 rows = await held_rows(conn, user_id=user_id, ids=stale) if stale else []
-                fresh = held.updated(versions, rows, stamp)
+                fresh = held.updated(known.ids, known.versions, rows, known.stamp)
         if fresh.nbytes <= self._users.maxsize:
             self._users[user_id] = fresh
         else:
