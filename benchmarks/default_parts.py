@@ -299,7 +299,8 @@ async def main() -> None:
         small_parts, small_times = await measure(store, timers, conn, own[: args.questions], False)
         large_parts, large_times = await measure(store, timers, conn, large, True)
         await conn.close()
-    users = f"{len(small_parts)} questions of the 10 dev users, about 300 memories each"
+    asked = len({user for user, *_rest in own[: args.questions]})
+    users = f"{len(small_parts)} questions of {asked} dev users, about 300 memories each"
     command = "python benchmarks/default_parts.py" + "".join(
         f" {flag} {value}"
         for flag, value, default in [("--size", args.size, 20_000),
