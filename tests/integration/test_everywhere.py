@@ -208,6 +208,13 @@ async def test_the_middleware_never_fails_a_turn(tmp_path: Path) -> None:
         assert model.system_texts()[-1] == "You are a companion."
         events = [e["event"] for e in logs]
         assert "memory.retrieve.error" in events and "memory.write.error" in events
+    # its writers (one on this loop, one on recall's own for invoke) would retry the queued
+    # turns against the failing store for the rest of the session, logging into other tests
+    for loop, writer in list(middleware._writing.writers.items()):
+        if blocking.is_portal(loop):
+            await asyncio.to_thread(blocking.run_blocking, writer.close)
+        else:
+            await writer.close()
 
 
 def agent_with(model: RecordingChatModel, middleware: RecallMiddleware | None = None) -> Any:
