@@ -471,7 +471,7 @@ $$;
 -- The second stage's keyword side: every memory of the user (of p_scope when given) holding
 -- a query term, with its BM25 (as recall.search_keyword's) and the terms it holds, after one
 -- row without an id that carries the terms' document frequencies, N and the mean length.
--- body: 0032_bm25_rounded_in_float.sql
+-- body: 0035_search_terms_tie_order.sql
 CREATE OR REPLACE FUNCTION recall.search_terms(
     p_user_id text, p_tsquery text, p_words text[], p_scope uuid[]
 ) RETURNS SETOF recall.search_term_hit LANGUAGE plpgsql SECURITY DEFINER
@@ -500,23 +500,30 @@ BEGIN
         FROM words
         GROUP BY words.tq::text
     ), matched AS MATERIALIZED (
-        -- the user's memories holding a query term, or those of the scope (one branch runs)
-        SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
-        FROM recall.memories AS m, q
-        WHERE p_scope IS NULL AND m.user_id = p_user_id
-          -- found through this user's own words (0030), as in recall.search_keyword
-          AND recall.user_terms(m.user_id, m.fts) && recall.user_word_keys(p_user_id, p_words)
-          AND ts_match_vq(m.fts, q.query) AND (m.holds IS NULL OR m.holds = 'statement')
-        UNION ALL
-        SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
-        FROM unnest(p_scope) AS s(id)
-        JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = s.id
-        CROSS JOIN q
-        WHERE m.fts @@ q.query AND (m.holds IS NULL OR m.holds = 'statement')
+        -- each with its place in the order ties take (the newer memory first, then by content
+        -- hash, migration 0023): one sort here instead of a time and a hash carried through
+        -- the aggregate below for every memory (migration 0035)
+        SELECT u.id, u.fts, u.doc_len,
+               row_number() OVER (ORDER BY u.created_at DESC, u.content_hash) AS tie
+        FROM (
+            -- the user's memories holding a query term, or those of the scope (one branch runs)
+            SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
+            FROM recall.memories AS m, q
+            WHERE p_scope IS NULL AND m.user_id = p_user_id
+              -- found through this user's own words (0030), as in recall.search_keyword
+              AND recall.user_terms(m.user_id, m.fts) && recall.user_word_keys(p_user_id, p_words)
+              AND ts_match_vq(m.fts, q.query) AND (m.holds IS NULL OR m.holds = 'statement')
+            UNION ALL
+            SELECT m.id, m.fts, m.doc_len, m.created_at, m.content_hash
+            FROM unnest(p_scope) AS s(id)
+            JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = s.id
+            CROSS JOIN q
+            WHERE m.fts @@ q.query AND (m.holds IS NULL OR m.holds = 'statement')
+        ) AS u
     ), hits AS MATERIALIZED (
         -- a term in a memory's title (weight A) counts double, in its entities or key phrases
         -- (weight B) one and a half times, as in recall.search_keyword
-        SELECT mt.id, mt.doc_len, mt.created_at, mt.content_hash, t.term_no,
+        SELECT mt.id, mt.doc_len, mt.tie, t.term_no,
                CASE WHEN ts_filter(mt.fts, '{a}') @@ t.tq THEN 2.0
                     WHEN ts_filter(mt.fts, '{b}') @@ t.tq THEN 1.5
                     ELSE 1.0 END AS boost
@@ -529,8 +536,7 @@ BEGIN
         SELECT 0 AS part, NULL::uuid AS id, NULL::float8 AS bm25, NULL::integer[] AS matched,
                (SELECT coalesce(array_agg(df.df ORDER BY df.term_no), '{}'::float8[]) FROM df)
                    AS term_df,
-               q.n AS memories, q.avgdl, NULL::timestamptz AS created_at,
-               NULL::bytea AS content_hash
+               q.n AS memories, q.avgdl, NULL::bigint AS tie
         FROM q
         UNION ALL
         SELECT 1, hits.id,
@@ -539,15 +545,13 @@ BEGIN
                    recall.bm25_term(df.df, q.n, hits.doc_len, q.avgdl, hits.boost)
                ) * 1e9) / 1e9,
                array_agg(hits.term_no ORDER BY hits.term_no),
-               -- one value per memory: grouped by the id alone, which is what costs less
-               NULL::float8[], NULL::float8, NULL::float8, max(hits.created_at),
-               (array_agg(hits.content_hash))[1]
+               NULL::float8[], NULL::float8, NULL::float8, min(hits.tie)
         FROM hits JOIN df USING (term_no) CROSS JOIN q
         GROUP BY hits.id
     )
     SELECT r.id, r.bm25, r.matched, r.term_df, r.memories, r.avgdl
     FROM rows AS r
-    ORDER BY r.part, r.bm25 DESC, r.created_at DESC, r.content_hash;
+    ORDER BY r.part, r.bm25 DESC, r.tie;
     PERFORM recall.swap_user_key(previous);
 END;
 $$;
