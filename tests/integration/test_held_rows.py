@@ -168,13 +168,24 @@ async def test_erasure_drops_what_is_held(settings: Settings, user: str) -> None
         assert await store.search(user, "bees", similarity_threshold=0.0) == []
 
 
-async def test_nothing_held_when_the_budget_is_zero(settings: Settings, user: str) -> None:
-    """`held_memories_mb` 0: each search reads its user's rows, and finds the same."""
+async def test_nothing_held_when_the_budget_is_zero(
+    settings: Settings, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`held_memories_mb` 0: each search reads its user's rows once, and finds the same."""
+    reads: list[str] = []
+
+    async def counted(conn: Any, *, user_id: str, ids: list[UUID] | None) -> Any:
+        reads.append(user_id)
+        return await held_rows(conn, user_id=user_id, ids=ids)
+
+    monkeypatch.setattr("recall.store.held.held_rows", counted)
     async with staged(settings.replace(held_memories_mb=0)) as store:
         await store.add_turns({"user_id": user, **t} for t in TURNS)
-        found = await store.search(user, TURNS[1]["user_message"], similarity_threshold=0.0)
-        assert found[0].user_message == TURNS[1]["user_message"]
-        assert store.core.held.get(user) is None
+        for _ in range(2):
+            found = await store.search(user, TURNS[1]["user_message"], similarity_threshold=0.0)
+            assert found[0].user_message == TURNS[1]["user_message"]
+            assert store.core.held.get(user) is None
+        assert reads == [user, user]
 
 
 async def test_vectors_of_another_length_are_read_again(settings: Settings, user: str) -> None:

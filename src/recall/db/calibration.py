@@ -28,6 +28,7 @@ from psycopg import AsyncConnection, sql
 
 from recall.db.sql import fetch_value, query, run
 from recall.db.storeindex import EVERY_NAMESPACE, Breadth, scan_order
+from recall.search.assembly import stored_vector
 
 __all__ = [
     "FLOOR",
@@ -88,11 +89,7 @@ async def _probes(conn: AsyncConnection[Any], ns: str, dims: int) -> list[Questi
     cur = await conn.execute(
         _composed("store_calibration_sample", near=near), {"dims": dims, "sample": BLEND * SAMPLE}
     )
-    # a pgvector `Vector` (the column has no fixed dimension) or an array
-    sampled = [
-        np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float64)
-        for (v,) in await cur.fetchall()
-    ]
+    sampled = [stored_vector(v) for (v,) in await cur.fetchall()]
     probes = []
     for start in range(0, len(sampled) - BLEND + 1, BLEND):
         middle = np.sum(sampled[start : start + BLEND], axis=0)

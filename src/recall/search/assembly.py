@@ -16,7 +16,7 @@ import numpy as np
 
 from recall.rows import TERM_COLUMNS, CandidateRow
 
-__all__ = ["KeywordSide", "assemble", "split_scoped", "vector_of"]
+__all__ = ["KeywordSide", "assemble", "split_scoped", "stored_vector", "vector_of"]
 
 Row = tuple[Any, ...]
 """A row as read from the database, in its block's columns (`recall.db.sql.fetch_tuples`)."""
@@ -44,12 +44,15 @@ def split_scoped(rows: Sequence[Row]) -> tuple[list[Row], list[Row], list[UUID]]
     return terms, details, [i for _n, i in sorted(near)]
 
 
+def stored_vector(value: Any, dtype: Any = np.float64) -> np.ndarray[Any, Any]:
+    """A stored vector as a numpy array of `dtype` (pgvector hands a `Vector` from a composite
+    row or a column of no fixed dimension, a numpy array elsewhere)."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=dtype)
+
+
 def vector_of(row: CandidateRow) -> np.ndarray[Any, Any]:
-    """A candidate's stored vector as a float64 array (pgvector hands a `Vector` from a
-    composite row, a numpy array elsewhere)."""
-    value = row.embedding
-    array = value.to_numpy() if hasattr(value, "to_numpy") else value
-    return np.asarray(array, dtype=np.float64)
+    """A candidate's stored vector as a float64 array (`stored_vector`)."""
+    return stored_vector(row.embedding)
 
 
 class KeywordSide:

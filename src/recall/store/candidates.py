@@ -182,10 +182,10 @@ class Candidates:
     ) -> list[Row]:
         """The user's `limit` nearest memories and those of `ids`, with the details the
         second stage reads (rows of `recall.rows.DETAIL_COLUMNS`, as `recall.search_details`
-        returns them), from their held memories: as `keyword_side` left them, else read now
-        (not kept meanwhile, or held with vectors of another length: a re-embedding swapped
-        the column)."""
-        held = self.core.held.get(user_id)
+        returns them), from their held memories: as `keyword_side` left them (`HeldRows.take`),
+        else read now (dropped meanwhile, or held with vectors of another length: a
+        re-embedding swapped the column)."""
+        held = self.core.held.take(user_id)
         if held is None or held.dimensions not in (None, len(vector)):
             async with self.core.conn("search", read=True, reader=user_id) as conn:
                 held = await self.core.held.sync(conn, user_id, again=held is not None)

@@ -22,23 +22,20 @@ from psycopg import AsyncConnection
 from recall.db.search_rows import held_rows, held_versions
 from recall.embeddings import Vector
 from recall.rows import HELD_COLUMNS
+from recall.search.assembly import stored_vector
 
 __all__ = ["HeldRows", "HeldUser"]
 
 Row = tuple[Any, ...]
 
-_ID, _VERSION, _CONVERSATION, _USER, _AI, _CREATED, _METADATA, _KIND, _EMBEDDING, _LENGTH = range(
-    10
-)
-_HOLDS, _HASH = HELD_COLUMNS.index("holds"), HELD_COLUMNS.index("content_hash")
+# each column's place, looked up by its name
+(_ID, _VERSION, _CONVERSATION, _USER, _AI, _CREATED, _METADATA, _KIND, _EMBEDDING, _LENGTH, _HOLDS,
+ _HASH) = (HELD_COLUMNS.index(c) for c in (
+    "id", "version", "conversation_id", "user_message", "ai_response", "created_at", "metadata",
+    "kind", "embedding", "doc_len", "holds", "content_hash"))  # fmt: skip
 # what a held row costs beyond its vector and texts (its tuple, ids, times, array entries;
 # tracemalloc measured 2.8 kB a row in all for four LoCoMo users, 1,226 rows)
 _ROW_BYTES = 900
-
-
-def _array(vector: Any) -> np.ndarray:
-    """A stored vector as float32 (pgvector hands a `Vector` from a composite row)."""
-    return np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector, np.float32)
 
 
 def _neighbours(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray]:
@@ -85,7 +82,7 @@ class HeldUser:
         """
         listed = list(rows)
         if listed:
-            matrix = np.stack([_array(r[_EMBEDDING]) for r in listed])
+            matrix = np.stack([stored_vector(r[_EMBEDDING], np.float32) for r in listed])
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
         matrix.flags.writeable = False
@@ -192,7 +189,7 @@ class HeldUser:
 class HeldRows:
     """The users' held memories (`HeldUser`), at most `megabytes` in all: the least recently
     searched user is dropped first, and a user larger than that is read for each search and
-    not kept (0: none kept).
+    not kept (0: none kept): the rows its sync read are handed to that search once (`take`).
 
     Args:
         megabytes: `Settings.held_memories_mb`.
@@ -202,14 +199,26 @@ class HeldRows:
         self._users: LRUCache[str, HeldUser] = LRUCache(
             maxsize=max(megabytes, 0) * 2**20 or 1, getsizeof=lambda held: held.nbytes or 1
         )
+        self._passing: tuple[str, HeldUser] | None = None  # the last sync not kept
 
     def drop(self, user_id: str) -> None:
         """Forget what is held of `user_id` (their memories were erased here)."""
         self._users.pop(user_id, None)
+        if self._passing is not None and self._passing[0] == user_id:
+            self._passing = None
 
     def get(self, user_id: str) -> HeldUser | None:
         """What is held of `user_id`, as of their last sync (None: nothing)."""
         return self._users.get(user_id)
+
+    def take(self, user_id: str) -> HeldUser | None:
+        """`get`, else the rows the last sync read of `user_id` and did not keep (over the
+        budget), handed over once: the search that synced them reads them, not the database
+        again."""
+        held = self._users.get(user_id)
+        if held is None and self._passing is not None and self._passing[0] == user_id:
+            held, self._passing = self._passing[1], None
+        return held
 
     async def sync(
         self, conn: AsyncConnection[Any], user_id: str, *, again: bool = False
@@ -235,4 +244,5 @@ class HeldRows:
             self._users[user_id] = fresh
         else:
             self._users.pop(user_id, None)
+            self._passing = (user_id, fresh)
         return fresh
