@@ -9,13 +9,15 @@ Two sets of users, in one database: LoCoMo's full regime (each dev conversation 
 benchmarks/default_path.py makes them, with their own HNSW index) asked a seeded sample of them.
 Each part is the wall time of one step of the store's search, taken by a timer around the
 store's own method during the timed calls:
-- the query embedded (for a user up to 2,000 memories the keyword call runs beside it, and the
-  sync of the user's held memories after it on the same connection; each shown within it);
+- the query embedded (for a user up to 2,000 memories the keyword side is built beside it: the
+  sync of the user's held memories, one call, then BM25 over them in the process, decision 0060;
+  each shown within it);
 - the user's plan (cached);
-- the candidates' details after the embedding (a user up to 2,000: from their held memories, in
-  the process, decision 0059; a larger one: the scoped call);
-- the candidates picked and assembled; the second stage (features, ranker, intent, gate); the
-  result arranged (sources first, the limit);
+- the candidates after the embedding (a user up to 2,000: made from their held memories in the
+  process, details, pick and records in one step, decisions 0059 and 0060; a larger one: the
+  scoped call, then picked and assembled);
+- the second stage (features, ranker, intent, gate); the result arranged (sources first, the
+  limit);
 - the rest: what no timer covers (the checks, the result's objects, the awaits between steps).
 The shares are of the mean whole; the parts named add up to the whole less the rest. Beside the
 default path, taking turns with it in blocks of 25 after a warm-up pass: the semantic path end
@@ -49,7 +51,7 @@ from recall.db.pool import connect_once
 from recall.embeddings import Vector
 from recall.search.keywords import keywords_from_text
 from recall.search.second_stage import SecondStage
-from recall.store import MemoryStore
+from recall.store import MemoryStore, held_search
 from recall.store.candidates import SCOPE
 
 WARM = 50
@@ -60,10 +62,11 @@ REST = "the rest (checks, results, awaits)"
 STEPS = {
     EMBEDDED: False,
     "embedding (within the above)": True,
-    "keyword call (within the above)": True,
-    "held memories' sync (within the keyword call)": True,
+    "keyword side (within the above)": True,
+    "held memories' sync (within the keyword side)": True,
+    "BM25 over the held memories (within the keyword side)": True,
     "plan": False,
-    "details (the held memories)": False,
+    "candidates from the held memories": False,
     "candidates' call (a large user)": False,
     "scoped call (within the above)": True,
     "picked and assembled": False,
@@ -71,8 +74,12 @@ STEPS = {
     "arranged (sources first, the limit)": False,
 }
 SERVER = {
-    "keyword call, server": "SELECT count(*) FROM recall.search_terms(%s, %s, %s, NULL)",
-    "held memories' stamp, server": "SELECT stamp FROM recall.held_versions(%s, %s)",
+    "held memories' stamp and the words' lexemes, server": (
+        "SELECT stamp FROM recall.held_state(%s, %s, %s)"
+    ),
+    "the keyword call before decision 0060 (not made), server": (
+        "SELECT count(*) FROM recall.search_terms(%s, %s, %s, NULL)"
+    ),
     "scoped call, server": (
         "SELECT count(*) FROM recall.search_scoped(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     ),
@@ -130,7 +137,7 @@ def instrument(store: MemoryStore, timers: Timers) -> None:
         "embedding (within the above)", embedder.embed_query
     )
     candidates.keyword_side = timers.wrap(  # type: ignore[method-assign]
-        "keyword call (within the above)", candidates.keyword_side
+        "keyword side (within the above)", candidates.keyword_side
     )
     candidates.plan_of = timers.wrap("plan", candidates.plan_of)  # type: ignore[method-assign]
     candidates._scoped = timers.wrap(  # type: ignore[method-assign]
@@ -138,10 +145,14 @@ def instrument(store: MemoryStore, timers: Timers) -> None:
     )
     held = candidates.core.held
     held.sync = timers.wrap(  # type: ignore[method-assign]
-        "held memories' sync (within the keyword call)", held.sync
+        "held memories' sync (within the keyword side)", held.sync
     )
-    candidates._held_details = timers.wrap(  # type: ignore[method-assign]
-        "details (the held memories)", candidates._held_details
+    searched: Any = held_search
+    searched.scored = timers.wrap(
+        "BM25 over the held memories (within the keyword side)", searched.scored
+    )
+    candidates._held_candidates = timers.wrap(  # type: ignore[method-assign]
+        "candidates from the held memories", candidates._held_candidates
     )
     module: Any = candidates_module
     module.scoped_rows = timers.wrap("scoped call (within the above)", module.scoped_rows)
@@ -201,9 +212,13 @@ async def server_args(
             plan.hnsw_index is not None, tsquery, keywords.words, k, k, False,
         )  # fmt: skip
     else:
-        args["keyword call, server"] = (user, tsquery, keywords.words)
         held = store.core.held.get(user)  # as the search finds it: held, the stamp unchanged
-        args["held memories' stamp, server"] = (user, held and held.stamp)
+        args["held memories' stamp and the words' lexemes, server"] = (
+            user, held and held.stamp, keywords.words
+        )  # fmt: skip
+        args["the keyword call before decision 0060 (not made), server"] = (
+            user, tsquery, keywords.words
+        )  # fmt: skip
     return args
 
 

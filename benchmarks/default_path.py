@@ -38,7 +38,7 @@ from harness.db import fresh_database, settle
 from harness.regimes import LARGE, SEED, Vectors, embed, full, large_user, turn_items
 from harness.report import git_revision, machine, publish, table
 from harness.run import parser, run
-from harness.timing import BLOCK, Call, percentiles, timed, timed_interleaved
+from harness.timing import BLOCK, Call, percentiles, ratio_interval, timed, timed_interleaved
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 from langgraph.store.postgres.aio import AsyncPostgresStore
@@ -159,8 +159,12 @@ def rows(label: str, users: str, times: dict[str, list[float]]) -> list[list[str
     for path in PATHS:
         if path == PEER:
             continue
-        base = p["semantic, vector given" if path.endswith("vector given") else "semantic"]
-        ratio = [f"{a / b:.2f}" for a, b in zip(p[path], base, strict=True)]
+        against = "semantic, vector given" if path.endswith("vector given") else "semantic"
+        ratio = [
+            f"{a / b:.2f} [{lo:.2f}, {hi:.2f}]"
+            for q, a, b in zip((50, 95), p[path], p[against], strict=True)
+            for lo, hi in [ratio_interval(times[path], times[against], q)]
+        ]
         target = TARGETS[label] if path == "default" else "-"
         out.append([label, users, path, *(f"{v:.2f}" for v in p[path]), *ratio, target])
     return out
@@ -304,7 +308,8 @@ threshold {settings.similarity_threshold}, mode {settings.mode} today) against
 off); then both with the query vector given (database and ranking only). Same users and
 questions, the four paths taking turns in blocks of {BLOCK} in one run, after a warm-up pass
 of {WARM} calls each. {LARGE_FROM[args.large_from]}, with its own HNSW index; the LoCoMo users
-hold their conversation (targets: issue 56):
+hold their conversation (targets: issue 56). Each ratio with its 95% bootstrap interval (the
+calls resampled in pairs, the same question on both paths):
 
 {table(headers, table_rows)}
 

@@ -29,6 +29,18 @@ def percentiles(values: Sequence[float], qs: Sequence[float] = (50, 95, 99)) -> 
     return [float(np.percentile(values, q)) for q in qs]
 
 
+def ratio_interval(
+    times: Sequence[float], base: Sequence[float], q: float, *, resamples: int = 2000
+) -> tuple[float, float]:
+    """A 95% bootstrap interval of `times`' `q` percentile over `base`'s: the calls resampled
+    in pairs (the same question's call on both paths, by position), seeded."""
+    a, b = np.asarray(times), np.asarray(base)
+    picks = np.random.default_rng(56).integers(0, len(a), size=(resamples, len(a)))
+    ratios = np.percentile(a[picks], q, axis=1) / np.percentile(b[picks], q, axis=1)
+    lo, hi = np.quantile(ratios, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
 async def timed(calls: Sequence[Call]) -> tuple[list[float], list[Any]]:
     """Await the calls one after the other: their times in ms, and their results."""
     times, results = [], []

@@ -1,16 +1,15 @@
-"""The rows recall reads from the database, one frozen dataclass per result shape, on the
-lowest floor: the storage layer returns them and the search floor ranks them, and neither
-imports the other for them (issue 48). Field names are the SQL blocks' column names
-(`recall.db.sql.fetch_all` builds them by name).
+"""The rows recall reads from the database, one dataclass per result shape (frozen, but for a
+memory's rows, `StoredRow`), on the lowest floor: the storage layer returns them and the search
+floor ranks them, and neither imports the other for them (issue 48). Field names are the SQL
+blocks' column names (`recall.db.sql.fetch_all` builds them by name).
 
 A memory read or search row is `MemoryRow`; the second stage's candidate is `CandidateRow`, put
-together (`recall.search.assembly.assemble`) from the rows of `recall.search_terms`
-(`TERM_COLUMNS`: the keyword side, no vector) and the details of `recall.search_details`'
-shape (`DETAIL_COLUMNS`: the vector side and the neighbours), which `recall.store.held` computes
-from the user's held rows (`HELD_COLUMNS`); for a large user both come from one call,
-`recall.search_scoped` (`SCOPED_COLUMNS`). They stay tuples, checked against their columns
-(`recall.db.sql.fetch_tuples`): a search reads hundreds of them once, and only the candidates
-picked from them become records.
+together (`recall.search.assembly.assemble`) from the keyword side (`TERM_COLUMNS`, no vector)
+and the details of `recall.search_details`' shape (`DETAIL_COLUMNS`: the vector side and the
+neighbours), which `recall.store.held` computes from the user's held rows (`HELD_COLUMNS`); for
+a large user both come from one call, `recall.search_scoped` (`SCOPED_COLUMNS`). They stay
+tuples, checked against their columns (`recall.db.sql.fetch_tuples`): a search reads hundreds of
+them once, and only the candidates picked from them become records.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ __all__ = [
     "ConversationSummary",
     "EmbeddingSpace",
     "ForgottenUser",
-    "HeldVersions",
+    "HeldState",
     "ImportedId",
     "InsertedMemory",
     "JudgeRow",
@@ -54,9 +53,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StoredRow:
     """A memory's stored columns, in this order: what a read row and a candidate begin with.
+    Not frozen, nor its kinds: a frozen `__init__` sets each field through `object.__setattr__`
+    (1.45 against 0.15 µs for 21 fields), for dozens of candidates a search.
 
     Attributes:
         id: the memory's uuid.
@@ -72,7 +73,7 @@ class StoredRow:
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MemoryRow(StoredRow):
     """One memory as a read or a search returns it: the columns of `recall.search_hit`
     (migration 0005), which every memory-returning block of `queries.sql` selects by name.
@@ -93,11 +94,8 @@ TERM_COLUMNS = ("id", "bm25", "matched", "term_idf", "unheld_idf", "memories")
 """The columns of a row of `recall.search_terms` (migration 0014) as the keyword side's statement
 reads it, in order: a memory holding a query term (its BM25 and the terms' numbers, 1-based) or,
 with `id` None, the query terms' idf (0 for a term no memory holds), the idf such a term would have,
-and the number of memories they were counted over (both idf from `recall.bm25_idf`, migration 0033:
-BM25 is written in SQL only; the function's `avgdl` column is not selected). Read as tuples
-(`recall.db.sql.fetch_tuples`), looked up by memory in `recall.search.assembly.KeywordSide`: every
-memory holding a query term, a couple of hundred rows for a LoCoMo user (whose speakers' names are
-in nearly every turn), for which a record each would cost about 0.2 ms more."""
+and the number of memories they were counted over (`recall.bm25_idf`, migration 0033). Read as
+tuples, looked up by memory in `recall.search.assembly.KeywordSide`."""
 
 DETAIL_COLUMNS = (
     "id", "conversation_id", "user_message", "ai_response", "created_at", "metadata", "kind",
@@ -111,11 +109,11 @@ lexemes (None before it was counted), and the turn before and after it in its co
 
 HELD_COLUMNS = (
     "id", "version", "conversation_id", "user_message", "ai_response", "created_at", "metadata",
-    "kind", "embedding", "doc_len", "holds", "content_hash",
+    "kind", "embedding", "doc_len", "holds", "content_hash", "terms", "boosts",
 )  # fmt: skip
-"""The columns of a row of `recall.held_rows` (migration 0034), in order: a memory's id and row
-version, then, for the memories asked for (else None), what a search reads of it (the metadata as
-JSON text, decoded only for a candidate). Read as tuples, held by `recall.store.held`."""
+"""The columns of a row of `recall.held_rows` (migrations 0034, 0036), in order: a memory's id,
+row version, what a search reads of it (the metadata as JSON text, decoded only for a candidate),
+its lexemes and the boost of each. Read as tuples, held by `recall.store.held`."""
 
 SCOPED_COLUMNS = ("part", "near", *TERM_COLUMNS, *DETAIL_COLUMNS[1:])
 """The columns of a row of `recall.search_scoped` (migration 0021), in order: by `part`, the
@@ -125,7 +123,7 @@ nearest (1-based; None when only BM25 brought it). Its rows stay tuples and are 
 two rows they stand for (`recall.search.assembly.split_scoped`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CandidateRow(StoredRow):
     """One candidate of a search, as the second stage sees it (`assemble`).
 
@@ -193,12 +191,16 @@ class InsertedMemory:
 
 
 @dataclass(frozen=True, slots=True)
-class HeldVersions:
-    """`held_versions`: a user's stamp and, when not the one given, each memory's version."""
+class HeldState:
+    """`held_state`: a user's stamp, each memory's version unless it is the one given, their
+    count and mean length (None: none kept) and each word's lexeme ("": none; None: several)."""
 
     stamp: int
     ids: list[UUID] | None
     versions: list[int] | None
+    lexemes: list[str | None]
+    memories: float | None
+    avgdl: float | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         "recall.add_memory",
         "recall.add_turn",  # migration 0019: a turn's repeat lookup and write in one call
         "recall.held_rows",  # migration 0034: the rows a search holds between searches
+        "recall.held_state",  # migration 0036: whether they changed, and the query's lexemes
         "recall.held_versions",  # migration 0034: whether they changed
         "recall.insert_memory",  # migration 0018: add_memory calls it on the user's worker
         "recall.search_details",  # migration 0014
@@ -65,9 +66,9 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         "recall.search_scoped",  # migration 0021
         "recall.search_terms",  # migration 0014
     ]
-    # migration 0017 reached the workers too (and 0021 and 0034 for theirs): each runs these calls
-    # with its owner's rights and a pinned search_path, and only recall_app (and the owner) may
-    # call them
+    # migration 0017 reached the workers too (and 0021, 0034 and 0036 for theirs): each runs
+    # these calls with its owner's rights and a pinned search_path, and only recall_app (and the
+    # owner) may call them
     workers = await _rows(
         database_url,
         b"SELECT success, result FROM run_command_on_workers($$"
@@ -75,11 +76,12 @@ async def test_migrate_distributes_the_user_tables_by_user_colocated(
         b"   AND proconfig::text LIKE '%%search_path=pg_catalog, %%'"
         b"   AND NOT EXISTS (SELECT 1 FROM aclexplode(proacl) AS a WHERE a.grantee = 0))"
         b" FROM pg_proc WHERE pronamespace = 'recall'::regnamespace"
-        b" AND proname IN ('add_memory', 'held_rows', 'held_versions', 'search_details',"
+        b" AND proname IN ('add_memory', 'held_rows', 'held_state', 'held_versions',"
+        b" 'search_details',"
         b" 'search_exact', 'search_indexed', 'search_keyword', 'search_scoped',"
         b" 'search_terms')$$)",
     )
-    assert workers and all(w == (True, "10") for w in workers), workers
+    assert workers and all(w == (True, "11") for w in workers), workers
     # migration 0018: the one memory INSERT reached the workers, with its caller's rights
     inserts = await _rows(
         database_url,

@@ -4,6 +4,7 @@ every insert, update and delete, in this process or another."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -14,10 +15,13 @@ import numpy as np
 import pytest
 
 from recall.config import Settings
-from recall.db.search_rows import held_rows, held_versions
+from recall.db.search_rows import held_rows, held_state, term_rows
 from recall.errors import StoreError
-from recall.rows import DETAIL_COLUMNS
-from recall.store import MemoryStore
+from recall.rows import CandidateRow
+from recall.search.assembly import KeywordSide, assemble
+from recall.search.keywords import keywords_from_text
+from recall.store import MemoryStore, held_search
+from recall.store.candidates import _pick
 from recall.store.held import HeldRows, HeldUser
 from recall.testing import FakeEmbeddings
 from tests.integration.test_second_stage import flat_stage
@@ -70,40 +74,109 @@ async def _held(store: MemoryStore, user: str) -> HeldUser:
         return HeldUser.of(await held_rows(conn, user_id=user, ids=None))
 
 
-def _same_details(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> None:
-    """The held details are the call's: the same rows in the same order, the same texts,
-    metadata and neighbours, and the distances and vectors to float32's precision."""
-    assert [g[0] for g in got] == [w[0] for w in want]
+def _same_rows(got: list[CandidateRow], want: list[CandidateRow]) -> None:
+    """The same candidates in the same order, with the same texts, metadata, hits and
+    statistics, and the distances and vectors to float32's precision."""
+    assert [g.id for g in got] == [w.id for w in want]
     floats = {"distance", "prev_distance", "next_distance"}
     for g, w in zip(got, want, strict=True):
-        for name, a, b in zip(DETAIL_COLUMNS, g, w, strict=True):
+        for name in CandidateRow.__dataclass_fields__:
+            a, b = getattr(g, name), getattr(w, name)
             if name in floats:
                 assert (a is None) == (b is None), name
                 assert a is None or a == pytest.approx(b, abs=1e-6), name
             elif name == "embedding":
-                assert np.allclose(np.asarray(a), b.to_numpy(), atol=0), name
+                assert (a is None) == (b is None), name
+                assert a is None or np.allclose(np.asarray(a), b.to_numpy(), atol=0), name
             else:
                 assert a == b, name
 
 
+async def _same_candidates(
+    store: MemoryStore, user: str, held: HeldUser, text: str, k: int, vectors: bool = True
+) -> list[CandidateRow]:
+    """The held candidates (`held_search.candidates`) are those the calls give: the keyword
+    side of `recall.search_terms`, the details of `recall.search_details`, picked and
+    assembled; with the held keyword side or the call's. Returns them."""
+    vector = await store.embedder.embed_query(text)
+    keywords = keywords_from_text(text)
+    async with store.pool.connection() as conn:
+        side = KeywordSide(await term_rows(conn, user_id=user, keywords=keywords))
+        state = await held_state(conn, user_id=user, stamp=held.stamp, words=keywords.words)
+    details = await _sql_details(store, user, vector, k, side.best(k))
+    near = [d[0] for d in details[:k]]
+    rows = assemble(side, _pick(side, details, near, k))
+    place = {r.id: n for n, r in enumerate(rows)}
+    held_side = held_search.keyword_side(held, state)
+    assert held_side is not None
+    for used in (held_side, side):
+        got, order = held_search.candidates(held, vector, k, used, vectors)
+        _same_rows(got, rows if vectors else [dataclasses.replace(r, embedding=None) for r in rows])
+        assert order == [place[i] for i in near if i in place], text
+    return got
+
+
 @pytest.mark.citus
-async def test_the_held_details_are_the_calls(store: MemoryStore, user: str) -> None:
-    ids = await store.add_turns({"user_id": user, **t} for t in TURNS)
+async def test_the_held_candidates_are_the_calls(store: MemoryStore, user: str) -> None:
+    await store.add_turns({"user_id": user, **t} for t in TURNS + WEIGHED)
     held = await _held(store, user)
-    assert held.dimensions == 64 and len(held.rows) == len(TURNS)
-    for query, limit, wanted in [
-        ("bees and honey", 3, []),
-        ("my sister", 2, [UUID(ids[6]), UUID(ids[0])]),
-        ("allergies", 8, [UUID(ids[5])]),
-        ("anything", 0, [UUID(ids[3]), UUID(ids[7])]),
-        ("all of them", 20, []),
+    assert held.dimensions == 64 and len(held.rows) == len(TURNS + WEIGHED)
+    for query, k in [
+        ("bees and honey", 3),
+        ("my sister in Lyon", 2),
+        ("allergies, walnuts and a marathon", 8),
+        ("anything about the plans", 0),
+        ("all of them", 20),
+        ("hey there", 3),
     ]:
-        vector = await store.embedder.embed_query(query)
-        want = await _sql_details(store, user, vector, limit, wanted)
-        _same_details(held.details(vector, limit, wanted, vectors=True), want)
+        assert await _same_candidates(store, user, held, query, k) or k == 0
     # without vectors, the same rows with none
-    vector = await store.embedder.embed_query("bees")
-    assert all(r[8] is None for r in held.details(vector, 3, [], vectors=False))
+    assert await _same_candidates(store, user, held, "bees", 3, vectors=False)
+
+
+# turns whose title (weight A) and entities (weight B) weigh more, and two of one instant
+WEIGHED: list[dict[str, Any]] = [
+    {"user_message": "Planning the bee hives", "ai_response": "Plans are good.",
+     "conversation_id": "c", "created_at": SAME, "metadata": {"title": "Bees and honey"}},
+    {"user_message": "We plan a trip", "ai_response": "Where to?", "conversation_id": "c",
+     "created_at": SAME, "metadata": {"entities_text": "Lyon Porto"}},
+]  # fmt: skip
+
+
+@pytest.mark.citus
+async def test_the_held_keyword_side_is_the_calls(store: MemoryStore, user: str) -> None:
+    """Scored over the held rows (decision 0060), the keyword side is `recall.search_terms`':
+    the same memories in the same order, with the same BM25, terms and statistics; small talk
+    left out, stop words and repeated lexemes as there."""
+    await store.add_turns({"user_id": user, **t} for t in TURNS + WEIGHED)
+    async with store.pool.connection() as conn:
+        for text in [
+            "bees and honey hives",
+            "my sister in Lyon",
+            "plan plans planning Porto",
+            "what is the",
+            "hey there",
+            "walnuts, chemistry, a marathon?",
+            "nothing matches zebra",
+        ]:
+            keywords = keywords_from_text(text)
+            held, state = await HeldRows(64).sync(conn, user, keywords.words)
+            got = held_search.keyword_side(held, state)
+            want = KeywordSide(await term_rows(conn, user_id=user, keywords=keywords))
+            assert got is not None, text
+            assert list(got.hits.items()) == list(want.hits.items()), text
+            assert (got.term_idf, got.unheld_idf, got.memories) == (
+                want.term_idf, want.unheld_idf, want.memories), text  # fmt: skip
+        # a word the database does not read as one lexeme is left to it
+        odd = dataclasses.replace(state, lexemes=["bee", None])
+        assert held_search.keyword_side(held, odd) is None
+    async with store.pool.connection() as conn:  # a user without memories: no statistics
+        held, state = await HeldRows(64).sync(conn, user + "-none", ["bees"])
+        got = held_search.keyword_side(held, state)
+        want = KeywordSide(await term_rows(conn, user_id=user + "-none",
+                                           keywords=keywords_from_text("bees")))  # fmt: skip
+        assert got is not None and (got.hits, got.term_idf, got.memories) == (
+            want.hits, want.term_idf, want.memories) == ({}, [], 0.0)  # fmt: skip
 
 
 @pytest.mark.citus
@@ -113,33 +186,29 @@ async def test_a_sync_follows_every_write(store: MemoryStore, user: str) -> None
     ids = await store.add_turns({"user_id": user, **t} for t in TURNS[:4])
     held = HeldRows(64)
     async with store.pool.connection() as conn:
-        first = await held.sync(conn, user)
-        assert await held.sync(conn, user) is first
+        first, _ = await held.sync(conn, user)
+        assert (await held.sync(conn, user))[0] is first
         # the stamp the rows were read under: no versions sent; none known: every memory's
-        unchanged = await held_versions(conn, user_id=user, stamp=first.stamp)
+        unchanged = await held_state(conn, user_id=user, stamp=first.stamp, words=[])
         assert unchanged.stamp == first.stamp and unchanged.ids is None
-        listed = await held_versions(conn, user_id=user, stamp=None)
+        listed = await held_state(conn, user_id=user, stamp=None, words=[])
         assert sorted(listed.ids or []) == sorted(UUID(i) for i in ids)
         await store.add_turn(user, "I moved to Porto last year", "How is it?")
-        grown = await held.sync(conn, user)
+        grown, _ = await held.sync(conn, user)
         assert len(grown.rows) == 5 and grown is not first
         async with store.connection(user) as scoped:
             await scoped.execute(
                 b"UPDATE recall.memories SET metadata = metadata || '{\"tag\": 7}' WHERE id = %s",
                 (ids[1],),
             )
-        changed = await held.sync(conn, user)
+        changed, _ = await held.sync(conn, user)
         row = changed.rows[changed.position[UUID(ids[1])]]
         assert len(changed.rows) == 5 and '"tag": 7' in row[6]
         assert await store.delete(user, ids[2])
-        shrunk = await held.sync(conn, user)
+        shrunk, _ = await held.sync(conn, user)
         assert UUID(ids[2]) not in shrunk.position and len(shrunk.rows) == 4
         assert held.get(user) is shrunk
-    vector = await store.embedder.embed_query("where do I live")
-    _same_details(
-        shrunk.details(vector, 3, [UUID(ids[0])], vectors=True),
-        await _sql_details(store, user, vector, 3, [UUID(ids[0])]),
-    )
+    assert await _same_candidates(store, user, shrunk, "where do I live, there", 3)
 
 
 @pytest.mark.citus
@@ -156,6 +225,11 @@ async def test_another_process_writes_are_seen(settings: Settings, user: str) ->
         await store.delete(user, found[0].id)
         again = await other.search(user, "My cat is called Miso", similarity_threshold=0.0)
         assert again and all(m.id != found[0].id for m in again)
+        # erased and written anew by one: the other holds none of what was erased
+        await store.forget_user(user)
+        await store.add_turn(user, "My dog is called Rex", "Good dog!")
+        after = await other.search(user, "My cat is called Miso", similarity_threshold=0.0)
+        assert [m.user_message for m in after] == ["My dog is called Rex"]
 
 
 async def test_erasure_drops_what_is_held(settings: Settings, user: str) -> None:
@@ -202,4 +276,6 @@ async def test_vectors_of_another_length_are_read_again(settings: Settings, user
         assert found[0].user_message == TURNS[1]["user_message"]
         assert store.core.held.get(user) is not stale
         with pytest.raises(StoreError, match="different vector dimensions"):
-            await store._candidates._held_details(user, np.full(8, 0.5, np.float32), 3, [], False)
+            await store._candidates._held_candidates(
+                user, np.full(8, 0.5, np.float32), 3, KeywordSide(()), False
+            )

@@ -72,6 +72,7 @@ async def test_the_policy_reads_the_key_once_per_query(store: MemoryStore, user:
 PER_USER_CALLS = {
     "add_memory",
     "held_rows",
+    "held_state",
     "held_versions",
     "search_details",
     "search_exact",

@@ -225,7 +225,7 @@ async def test_recall_held_memories_mb(env: ProcessEnv, user: str) -> None:
     async with await_store() as store:
         await store.add_turn(user, "I keep bees on the roof", "How many hives?")
         async with store.pool.connection() as conn:
-            held = await store.core.held.sync(conn, user)
+            held, _ = await store.core.held.sync(conn, user)
         # read for the search, not kept for the next
         assert len(held.rows) == 1 and store.core.held.get(user) is None
 

@@ -177,16 +177,21 @@ SELECT id, bm25, matched, recall.bm25_idfs(term_df, memories) AS term_idf,
        recall.bm25_idf(0, memories) AS unheld_idf, memories
 FROM recall.search_terms(%(user_id)s, %(tsquery)s, %(words)s, NULL::uuid[]);
 
--- name: held_versions
--- The user's memories as they stand (migration 0034, recall.store.held): their stamp, which any
--- insert, update or delete of one changes, and, unless it is %(stamp)s, each memory's id and
--- row version. One call that sets the row-level security key itself.
-SELECT * FROM recall.held_versions(%(user_id)s, %(stamp)s);
+-- name: held_state
+-- The user's memories as they stand (migrations 0034 and 0036, recall.store.held): their stamp,
+-- which any insert, update or delete of one changes, and, unless it is %(stamp)s, each memory's
+-- id and row version; with the stamp, what BM25 reads besides the rows (the memory count and
+-- mean length, each of %(words)s' lexeme). One call that sets the row-level security key itself.
+SELECT stamp, ids, versions, lexemes, memories, avgdl
+FROM recall.held_state(%(user_id)s, %(stamp)s, %(words)s);
 
 -- name: held_rows
 -- The memories of %(ids)s (every one of the user's when NULL) with the columns a search reads
--- (migration 0034, recall.store.held). One call that sets the row-level security key itself.
-SELECT * FROM recall.held_rows(%(user_id)s, %(ids)s);
+-- and their lexemes (migrations 0034 and 0036, recall.store.held). One call that sets the
+-- row-level security key itself.
+SELECT id, version, conversation_id, user_message, ai_response, created_at, metadata, kind,
+       embedding, doc_len, holds, content_hash, terms, boosts
+FROM recall.held_rows(%(user_id)s, %(ids)s);
 
 -- name: search_scoped
 -- A large user's second-stage candidates in one call (migration 0021): their %(scope)s nearest

@@ -97,12 +97,30 @@ BEGIN
 END;
 $$;
 
--- the triggers (migrations 0001 and 0007)
+-- Every update of memories writes their users' rows, unchanged: a new row version, the held
+-- rows' stamp (recall.held_state, migration 0036).
+-- body: 0036_held_keyword_side.sql
+CREATE OR REPLACE FUNCTION recall.count_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT user_id FROM old_rows UNION SELECT user_id FROM new_rows ORDER BY 1 LOOP
+        UPDATE recall.users AS u SET memory_count = u.memory_count WHERE u.user_id = r.user_id;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+-- the triggers (migrations 0001, 0007 and 0036)
 CREATE OR REPLACE TRIGGER memories_count_inserted AFTER INSERT ON recall.memories
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION recall.count_inserted();
 
 CREATE OR REPLACE TRIGGER memories_count_deleted AFTER DELETE ON recall.memories
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION recall.count_deleted();
+
+CREATE OR REPLACE TRIGGER memories_count_updated AFTER UPDATE ON recall.memories
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION recall.count_updated();
 
 CREATE OR REPLACE TRIGGER memories_text_search
     BEFORE INSERT OR UPDATE OF user_message, ai_response, metadata, fts, doc_len
@@ -737,8 +755,10 @@ $$;
 -- The user's memories as they stand: a stamp, the xor of a 64-bit hash of each memory's id
 -- seeded with its row version (xmin: it changes with every insert and update of the row; a
 -- deleted row is gone), so that any write to them changes it; and, unless the stamp is p_stamp
--- (the one the caller's rows were read under), each memory's id and row version. A search
--- reads this while the query is embedded, and reads rows only when the stamp changed.
+-- (the one the caller's rows were read under), each memory's id and row version. What a search
+-- of the version before migration 0036 reads while the query is embedded (recall.held_state
+-- since): kept for such a process during a rolling upgrade, and named by
+-- recall.distribute_before_0036.
 -- body: 0034_held_rows.sql
 CREATE OR REPLACE FUNCTION recall.held_versions(p_user_id text, p_stamp bigint)
 RETURNS TABLE (stamp bigint, ids uuid[], versions bigint[]) LANGUAGE plpgsql SECURITY DEFINER
@@ -767,8 +787,9 @@ BEGIN
 END;
 $$;
 
--- The user's memories of p_ids (every one when NULL), with the columns a search reads.
--- body: 0034_held_rows.sql
+-- The user's memories of p_ids (every one when NULL), with the columns a search reads, and
+-- each memory's lexemes with the boost recall.search_terms gives a query term it holds.
+-- body: 0036_held_keyword_side.sql
 CREATE OR REPLACE FUNCTION recall.held_rows(p_user_id text, p_ids uuid[])
 RETURNS SETOF recall.held_row LANGUAGE plpgsql SECURITY DEFINER
 SET plan_cache_mode = force_generic_plan
@@ -779,9 +800,64 @@ BEGIN
     RETURN QUERY
     SELECT m.id, m.xmin::text::bigint, m.conversation_id, m.user_message, m.ai_response,
            m.created_at, m.metadata::text, m.kind, m.embedding, m.doc_len, m.holds,
-           m.content_hash
+           m.content_hash, t.terms, t.boosts
     FROM recall.memories AS m
+    CROSS JOIN LATERAL (
+        -- each lexeme once, boosted as recall.search_terms boosts a query term it holds
+        SELECT coalesce(array_agg(u.lexeme), '{}') AS terms,
+               coalesce(array_agg(CASE WHEN 'A' = ANY(u.weights) THEN 2.0
+                                       WHEN 'B' = ANY(u.weights) THEN 1.5
+                                       ELSE 1.0 END::float8), '{}') AS boosts
+        FROM unnest(m.fts) AS u
+    ) AS t
     WHERE m.user_id = p_user_id AND (p_ids IS NULL OR m.id = ANY(p_ids));
+    PERFORM recall.swap_user_key(previous);
+END;
+$$;
+
+-- The user's memories as they stand: a stamp, the row version of the user's row in
+-- recall.users, which every write to their memories renews (NULL: no row), and, unless it is
+-- p_stamp, each memory's id and row version; and what BM25 reads besides the rows, in the same
+-- snapshot as the stamp: N and the mean length as recall.search_terms takes them (NULL for a user without
+-- a row in recall.users), and each of p_words' lexeme, in order ('' for a stop word; NULL for a
+-- word that is not one lexeme at one position).
+-- body: 0036_held_keyword_side.sql
+CREATE OR REPLACE FUNCTION recall.held_state(p_user_id text, p_stamp bigint, p_words text[])
+RETURNS TABLE (
+    stamp bigint, ids uuid[], versions bigint[], lexemes text[], memories float8, avgdl float8
+) LANGUAGE plpgsql SECURITY DEFINER
+SET plan_cache_mode = force_generic_plan
+SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    previous text := recall.swap_user_key(p_user_id);
+    now_stamp bigint;
+    counted float8;
+    mean float8;
+    words text[];
+BEGIN
+    SELECT u.xmin::text::bigint,
+           CASE WHEN u.user_id IS NOT NULL THEN greatest(u.memory_count, 1)::float8 END,
+           CASE WHEN u.user_id IS NOT NULL
+                THEN greatest(u.total_tokens::float8 / greatest(u.memory_count, 1), 1.0) END
+    INTO now_stamp, counted, mean
+    FROM (SELECT 1) AS one LEFT JOIN recall.users AS u ON u.user_id = p_user_id;
+    SELECT coalesce(array_agg(x.lexeme ORDER BY w.ord), '{}') INTO words
+    FROM unnest(coalesce(p_words, '{}'::text[])) WITH ORDINALITY AS w(word, ord),
+         LATERAL (
+             SELECT CASE WHEN count(*) = 0 THEN ''
+                         WHEN count(*) = 1 AND sum(cardinality(u.positions)) = 1
+                             THEN min(u.lexeme) END AS lexeme
+             FROM unnest(to_tsvector('english', w.word)) AS u
+         ) AS x;
+    IF now_stamp IS NOT DISTINCT FROM p_stamp THEN
+        RETURN QUERY SELECT now_stamp, NULL::uuid[], NULL::bigint[], words, counted, mean;
+    ELSE
+        RETURN QUERY
+        SELECT now_stamp, coalesce(array_agg(m.id), '{}'),
+               coalesce(array_agg(m.xmin::text::bigint), '{}'), words, counted, mean
+        FROM recall.memories AS m
+        WHERE m.user_id = p_user_id;
+    END IF;
     PERFORM recall.swap_user_key(previous);
 END;
 $$;
@@ -811,10 +887,39 @@ $$;
 
 -- Make this database's schema a distributed one, idempotently (recall.db.migrate runs it
 -- after migrating; a no-op without citus). Each migration that distributed more renamed the body
--- before it and called it first: distribute_before_0034 -> distribute_before_0021 ->
+-- before it and called it first: distribute_before_0036 -> distribute_before_0034 ->
+-- distribute_before_0021 ->
 -- distribute_0018 -> distribute_0014 -> distribute_0013.
--- body: 0034_held_rows.sql
+-- body: 0036_held_keyword_side.sql
 CREATE OR REPLACE FUNCTION recall.distribute() RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    distributed integer := recall.distribute_before_0036();
+    f text := 'recall.held_state(text, bigint, text[])';
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        RETURN distributed;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'recall.memories'::regclass
+    ) THEN
+        RETURN distributed;
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_dist_object
+        WHERE classid = 'pg_proc'::regclass AND objid = f::regprocedure
+          AND distribution_argument_index IS NOT NULL
+    ) THEN
+        EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan', f);
+        PERFORM create_distributed_function(
+            f::regprocedure, 'p_user_id', colocate_with => 'recall.memories');
+    END IF;
+    RETURN distributed;
+END;
+$$;
+
+
+-- body: 0034_held_rows.sql
+CREATE OR REPLACE FUNCTION recall.distribute_before_0036() RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     distributed integer := recall.distribute_before_0034();
     f text;

@@ -10,10 +10,10 @@ from psycopg import AsyncConnection
 
 from recall.db.sql import fetch_all, fetch_one, fetch_tuples
 from recall.embeddings import Vector
-from recall.rows import HELD_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS, HeldVersions, MemoryRow
+from recall.rows import HELD_COLUMNS, SCOPED_COLUMNS, TERM_COLUMNS, HeldState, MemoryRow
 from recall.search.keywords import KeywordQuery
 
-__all__ = ["held_rows", "held_versions", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
+__all__ = ["held_rows", "held_state", "keyword_rows", "scoped_rows", "term_rows", "vector_rows"]
 
 
 async def vector_rows(
@@ -80,13 +80,15 @@ async def term_rows(
     return await fetch_tuples(conn, "search_terms", params, TERM_COLUMNS, binary=True)
 
 
-async def held_versions(
-    conn: AsyncConnection[Any], *, user_id: str, stamp: int | None
-) -> HeldVersions:
+async def held_state(
+    conn: AsyncConnection[Any], *, user_id: str, stamp: int | None, words: list[str]
+) -> HeldState:
     """The user's stamp (any write to one of their memories changes it) and, unless it is
-    `stamp`, each memory's id and row version (migration 0034)."""
-    row = await fetch_one(conn, "held_versions", {"user_id": user_id, "stamp": stamp}, HeldVersions)
-    assert row is not None  # an aggregate: one row, for a user without memories too
+    `stamp`, each memory's id and row version; with it, what BM25 reads besides the rows:
+    their memory count and mean length, and each of `words`' lexeme (migrations 0034, 0036)."""
+    params = {"user_id": user_id, "stamp": stamp, "words": words}
+    row = await fetch_one(conn, "held_state", params, HeldState)
+    assert row is not None  # one row, for a user without memories too
     return row
 
 

@@ -8,7 +8,7 @@ tuples until the candidates are picked: only those become records."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -65,7 +65,7 @@ class KeywordSide:
     def __init__(self, terms: Sequence[Row]) -> None:
         """`terms`: the rows of `recall.search_terms` (`recall.rows.TERM_COLUMNS`), in its
         order."""
-        self.hits: dict[UUID, tuple[int, float, list[int]]] = {}
+        hits: dict[UUID, tuple[int, float, list[int]]] = {}
         self.term_idf: list[float] = []
         self.unheld_idf = 0.0
         self.memories = 0.0
@@ -75,7 +75,24 @@ class KeywordSide:
                 self.unheld_idf = float(unheld_idf or 0.0)
                 self.memories = float(memories or 0.0)
             else:
-                self.hits[ident] = (n, float(bm25 or 0.0), matched or [])
+                hits[ident] = (n, float(bm25 or 0.0), matched or [])
+        self.hits: Mapping[UUID, tuple[int, float, list[int]]] = hits
+
+    @classmethod
+    def of(
+        cls,
+        hits: Mapping[UUID, tuple[int, float, list[int]]],
+        term_idf: list[float],
+        unheld_idf: float,
+        memories: float,
+    ) -> KeywordSide:
+        """The keyword side computed in the process (`recall.store.held`): `hits` in the
+        order `recall.search_terms` gives its rows, and the statistics of its row without an
+        id."""
+        side = cls(())
+        side.hits, side.term_idf = hits, term_idf
+        side.unheld_idf, side.memories = unheld_idf, memories
+        return side
 
     def best(self, k: int) -> list[UUID]:
         """The ids of the best `k` memories by BM25: the first `k` in `recall.search_terms`'

@@ -209,33 +209,36 @@ def _surroundings(
     """The neighbour, conversation and recency values of each candidate (`share`: the query's
     idf shares)."""
     n = len(rows)
+    keys = [_session(r) for r in rows]
+    times = [r.created_at for r in rows]
     sessions: dict[object, list[int]] = {}
-    for i, r in enumerate(rows):
-        sessions.setdefault(_session(r), []).append(i)
+    for i, key in enumerate(keys):
+        sessions.setdefault(key, []).append(i)
     # each conversation's values once: its second best cosine, its share, its best idf share
     cos_list, share_list = cos.tolist(), shares.tolist()
     per_session: dict[object, tuple[float, float, float]] = {}
     for key, same in sessions.items():
         second = sorted((cos_list[j] for j in same), reverse=True)[1] if len(same) > 1 else 0.0
         per_session[key] = (second, len(same) / n, max(share_list[j] for j in same))
-    first = min(r.created_at for r in rows)
-    span = (max(r.created_at for r in rows) - first).total_seconds()
-    nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency = ([0.0] * n for _ in range(7))
+    first = min(times)
+    span = (max(times) - first).total_seconds()
+    nb_cos, nb_share, nb_bm = [0.0] * n, [0.0] * n, [0.0] * n
     for i, r in enumerate(rows):
         # the best of the turns before and after it (a cosine may be negative)
-        before, after = r.prev_distance is not None, r.next_distance is not None
-        if before and after:
-            nb_cos[i] = max(_cos(r.prev_distance), _cos(r.next_distance))
+        prev, following = r.prev_distance, r.next_distance
+        if prev is not None and following is not None:
+            nb_cos[i] = max(1.0 - float(prev), 1.0 - float(following))
             nb_share[i] = max(share(r.prev_matched), share(r.next_matched))
             nb_bm[i] = max(r.prev_bm25, r.next_bm25)
-        elif before:
-            nb_cos[i], nb_share[i] = _cos(r.prev_distance), share(r.prev_matched)
+        elif prev is not None:
+            nb_cos[i], nb_share[i] = 1.0 - float(prev), share(r.prev_matched)
             nb_bm[i] = r.prev_bm25
-        elif after:
-            nb_cos[i], nb_share[i] = _cos(r.next_distance), share(r.next_matched)
+        elif following is not None:
+            nb_cos[i], nb_share[i] = 1.0 - float(following), share(r.next_matched)
             nb_bm[i] = r.next_bm25
-        sess_cos[i], sess_n[i], sess_idf[i] = per_session[_session(r)]
-        recency[i] = (r.created_at - first).total_seconds() / span if span > 0 else 1.0
+    each = [per_session[k] for k in keys]
+    sess_cos, sess_n, sess_idf = [e[0] for e in each], [e[1] for e in each], [e[2] for e in each]
+    recency = [(t - first).total_seconds() / span if span > 0 else 1.0 for t in times]
     return _Surroundings(nb_cos, nb_share, nb_bm, sess_cos, sess_n, sess_idf, recency)
 
 

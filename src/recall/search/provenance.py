@@ -120,9 +120,9 @@ class Provenance:
         if not isinstance(value, Mapping):
             return None
         sources = _ids(value.get("sources"))
-        quoted = tuple(i for i in _ids(value.get("quoted")) if i in sources)
         if not sources:
             return None
+        quoted = tuple(i for i in _ids(value.get("quoted")) if i in sources)
         own = value.get("own")
         updated = _ids([value.get("supersedes")])
         return cls(

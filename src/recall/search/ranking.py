@@ -3,6 +3,7 @@ ranker's candidate) as the `Memory` a caller gets."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from recall.memory import Memory
@@ -22,7 +23,11 @@ def row_memory(
     explanation: dict[str, Any] | None = None,
 ) -> Memory:
     """A result row (a search's or a second-stage candidate) as a `Memory` (similarity from its
-    distance, `score` and `explanation` as given)."""
+    distance, `score` and `explanation` as given). A candidate's metadata is copied: the held
+    rows share it between searches (`recall.store.held_search`), the caller may change it."""
+    metadata = row.metadata or {}
+    if isinstance(row, CandidateRow):
+        metadata = copy.deepcopy(metadata)
     return Memory(
         id=str(row.id),
         user_message=row.user_message,
@@ -30,7 +35,7 @@ def row_memory(
         similarity=cosine(row.distance),
         conversation_id=row.conversation_id,
         created_at=row.created_at,
-        metadata=row.metadata or {},
+        metadata=metadata,
         kind=row.kind,
         score=score,
         explanation=explanation,

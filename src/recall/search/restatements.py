@@ -94,7 +94,7 @@ class _Arrangement:
         self.provenance = [Provenance.of(r.metadata) for r in rows]
         self.rank = {i: n for n, i in enumerate(order)}
         self.asked = terms(query)
-        self.by_id = {str(rows[i].id): i for i in order}
+        self._by_id: dict[str, int] | None = None  # by id, made when a restatement asks
         # each candidate's statement slots, read when first needed (`statement`): a search
         # compares those of the few shown and of the candidates about as near as they are
         self.slots_of: dict[int, frozenset[str]] = {}
@@ -109,6 +109,12 @@ class _Arrangement:
         self.out: list[tuple[int, float]] = []
         self.shown: set[int] = set()
         self.restated: set[str] = set()  # the facts (source ids) a shown memory stands for
+
+    def by_id(self) -> dict[str, int]:
+        """The candidates by id (text), made once."""
+        if self._by_id is None:
+            self._by_id = {str(self.rows[i].id): i for i in self.order}
+        return self._by_id
 
     def statement(self, i: int) -> frozenset[str]:
         """The slots candidate `i` states (`_statement_slots`), computed once."""
@@ -184,7 +190,7 @@ class _Arrangement:
             return i
         if any(q in self.restated for q in p.quoted):
             return None  # its fact already has a slot
-        by_id = self.by_id
+        by_id = self.by_id()
         present = [by_id[q] for q in p.quoted if q in by_id]
         if len(present) < len(p.quoted) and present and self.off_topic(present, i):
             present = []  # what it restates on the query's subject is not here: itself

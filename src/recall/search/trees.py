@@ -48,23 +48,28 @@ class TreeModel:
     threshold: np.ndarray
     value: np.ndarray
 
-    def _leaves(self, x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Each row's node in each tree after `depth` steps, and the nodes on the way. The
-        arrays are read flat with `take` (a tree's nodes at its offset, a row's values at
-        its): the same lookups as two-dimensional indexing, about three times faster."""
+    def _leaves(self, x: np.ndarray, path: bool = False) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each row's leaf in each tree after `depth` steps (its index in the tree), and, with
+        `path`, the nodes on the way. The arrays are read flat with `take` (a tree's nodes at
+        its offset, a row's values at its): the same lookups as two-dimensional indexing,
+        about three times faster; a node is walked as its flat index, `2 * node + 1 + right`
+        within its tree."""
         trees, inner = self.feature.shape
-        offset = np.arange(trees) * inner
+        offset = np.arange(trees, dtype=np.intp) * inner
+        step = 1 - offset  # a child's flat index: 2 * parent + step (+ 1 to go right)
         feature, threshold = self.feature.ravel(), self.threshold.ravel()
         values = x.ravel()
-        row = (np.arange(len(x)) * x.shape[1])[:, None]
-        node = np.zeros((len(x), trees), dtype=np.intp)
-        path = [node]
+        row = (np.arange(len(x), dtype=np.intp) * x.shape[1])[:, None]
+        node = np.repeat(offset[None, :], len(x), axis=0)
+        walked = [node - offset] if path else []
         for _ in range(self.depth):
-            at = node + offset
-            right = values.take(row + feature.take(at)) > threshold.take(at)
-            node = 2 * node + 1 + right
-            path.append(node)
-        return node, path
+            right = values.take(row + feature.take(node)) > threshold.take(node)
+            node *= 2
+            node += step
+            node += right
+            if path:
+                walked.append(node - offset)
+        return node - offset, walked
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """The logit of each row of `x` (columns in `features`' order)."""
@@ -79,7 +84,7 @@ class TreeModel:
     def contributions(self, row: np.ndarray) -> dict[str, float]:
         """Each feature's part of one row's logit; `bias` (the baseline and the trees' root
         means) is the rest, and together they add up to it."""
-        _leaves, path = self._leaves(row[None, :])
+        _leaves, path = self._leaves(row[None, :], path=True)
         tree = np.arange(self.feature.shape[0])
         parts = np.zeros(len(self.features))
         for parent, child in itertools.pairwise(path):

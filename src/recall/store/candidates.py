@@ -19,6 +19,7 @@ from recall.rows import DETAIL_COLUMNS, CandidateRow, MemoryRow
 from recall.search.assembly import KeywordSide, Row, assemble, split_scoped
 from recall.search.judging import holds_nothing
 from recall.search.keywords import KeywordQuery, keywords_from_text
+from recall.store import held_search
 from recall.store.core import Plan, StoreCore
 from recall.store.maintenance import Maintenance
 
@@ -68,7 +69,9 @@ def _pick(side: KeywordSide, details: list[Row], near: list[UUID], k: int) -> li
     `KeywordSide.best`)."""
     hits = side.hits
     held = [d for d in details if not holds_nothing(*_JUDGED(d))]  # d[0]: its id
-    ranked = sorted((hits[d[0]][0], d[0]) for d in held if d[0] in hits and hits[d[0]][1] > 0)
+    ranked = sorted(
+        (hit[0], d[0]) for d in held if (hit := hits.get(d[0])) is not None and hit[1] > 0
+    )
     wanted = set(near) | {i for _place, i in ranked[:k]}
     return [d for d in held if d[0] in wanted]
 
@@ -122,11 +125,7 @@ class Candidates:
         else:
             if words is None:  # the query's words parsed here only when not built beside
                 words = await self.keyword_side(user_id, keywords_from_text(query_text))
-            side = words
-            details = await self._held_details(user_id, query_vector, k, side.best(k), vectors)
-            # the exact nearest, as recall.search_exact orders them: the details come in that
-            # order (distance, ties to the newer memory, then by content hash; migration 0023)
-            nearest = [d[0] for d in details[:k]]
+            return await self._held_candidates(user_id, query_vector, k, words, vectors)
         rows = assemble(side, _pick(side, details, nearest, k))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in nearest if i in position]
@@ -167,30 +166,35 @@ class Candidates:
             return await self._plan(conn, user_id)
 
     async def keyword_side(self, user_id: str, keywords: KeywordQuery) -> KeywordSide:
-        """The keyword side (`recall.search_terms`): every memory of the user holding one of
-        `keywords`, with the terms' statistics, looked up by memory; and, over the same
-        connection, the user's held memories brought up to date (`HeldRows.sync`). It needs no
-        vector: the default search builds it while the query is being embedded."""
-        # recall.search_terms sets the row-level security key itself: no transaction
+        """The keyword side: every memory of the user holding one of `keywords`, with its BM25
+        and the terms it holds, and the terms' statistics, looked up by memory. Scored over the
+        user's held memories, brought up to date first (`HeldRows.sync`, `held_search.keyword_side`,
+        decision 0060); by `recall.search_terms` over the same connection for a phrase, or a
+        word that is not one lexeme. It needs no vector: the default search builds it while the
+        query is being embedded."""
+        words = keywords.words
+        # the held rows' sync and recall.search_terms set the row-level security key themselves
         async with self.core.conn("search", read=True, reader=user_id) as conn:
-            terms = await term_rows(conn, user_id=user_id, keywords=keywords)
-            await self.core.held.sync(conn, user_id)
-        return KeywordSide(terms)
+            held, state = await self.core.held.sync(conn, user_id, words)
+            side = None
+            if all(len(k) == 1 for k in keywords.keywords):
+                side = held_search.keyword_side(held, state)
+            if side is None:
+                side = KeywordSide(await term_rows(conn, user_id=user_id, keywords=keywords))
+        return side
 
-    async def _held_details(
-        self, user_id: str, vector: Vector, limit: int, ids: list[UUID], vectors: bool
-    ) -> list[Row]:
-        """The user's `limit` nearest memories and those of `ids`, with the details the
-        second stage reads (rows of `recall.rows.DETAIL_COLUMNS`, as `recall.search_details`
-        returns them), from their held memories: as `keyword_side` left them (`HeldRows.take`),
-        else read now (dropped meanwhile, or held with vectors of another length: a
-        re-embedding swapped the column)."""
+    async def _held_candidates(
+        self, user_id: str, vector: Vector, k: int, side: KeywordSide, vectors: bool
+    ) -> tuple[list[CandidateRow], list[int]]:
+        """`for_query`'s candidates from the user's held memories (`held_search.candidates`):
+        as `keyword_side` left them (`HeldRows.take`), else read now (dropped meanwhile, or held
+        with vectors of another length: a re-embedding swapped the column)."""
         held = self.core.held.take(user_id)
         if held is None or held.dimensions not in (None, len(vector)):
             async with self.core.conn("search", read=True, reader=user_id) as conn:
-                held = await self.core.held.sync(conn, user_id, again=held is not None)
+                held, _state = await self.core.held.sync(conn, user_id, again=held is not None)
         try:
-            return held.details(vector, limit, ids, vectors)
+            return held_search.candidates(held, vector, k, side, vectors)
         except ValueError as exc:  # as the database would refuse to compare them
             raise StoreError(f"search failed: {exc}") from exc
 

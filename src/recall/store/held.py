@@ -1,17 +1,18 @@
 """The memories a search holds between searches: each user's rows kept in the process and
-checked against the database's row versions while the query is embedded, so that after the
-embedding the default path's vector side (the exact nearest memories, the candidates' details
-and the turns before and after each) is computed here instead of in a call
-(docs/decisions/0059-held-rows.md). For users of up to `SCOPE_FROM` memories; a larger user's
+checked against the database's row versions while the query is embedded, so that the default
+path's keyword side (BM25 over their lexemes, decision 0060) and, after the embedding, its
+vector side (the exact nearest memories, the candidates' details and the turns before and after
+each) are computed in the process instead of in calls (docs/decisions/0059-held-rows.md;
+`recall.store.held_search`). For users of up to `SCOPE_FROM` memories; a larger user's
 candidates come from one call over their nearest (`recall.search_scoped`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
+import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -19,10 +20,11 @@ import numpy as np
 from cachetools import LRUCache
 from psycopg import AsyncConnection
 
-from recall.db.search_rows import held_rows, held_versions
+from recall.db.search_rows import held_rows, held_state
 from recall.embeddings import Vector
-from recall.rows import HELD_COLUMNS
+from recall.rows import HELD_COLUMNS, HeldState
 from recall.search.assembly import stored_vector
+from recall.search.bm25 import Postings
 
 __all__ = ["HeldRows", "HeldUser"]
 
@@ -30,12 +32,15 @@ Row = tuple[Any, ...]
 
 # each column's place, looked up by its name
 (_ID, _VERSION, _CONVERSATION, _USER, _AI, _CREATED, _METADATA, _KIND, _EMBEDDING, _LENGTH, _HOLDS,
- _HASH) = (HELD_COLUMNS.index(c) for c in (
+ _HASH, _TERMS, _BOOSTS) = (HELD_COLUMNS.index(c) for c in (
     "id", "version", "conversation_id", "user_message", "ai_response", "created_at", "metadata",
-    "kind", "embedding", "doc_len", "holds", "content_hash"))  # fmt: skip
-# what a held row costs beyond its vector and texts (its tuple, ids, times, array entries;
-# tracemalloc measured 2.8 kB a row in all for four LoCoMo users, 1,226 rows)
+    "kind", "embedding", "doc_len", "holds", "content_hash", "terms", "boosts"))  # fmt: skip
+# what a held row costs beyond its vector, texts and lexemes (its tuple, ids, times, array
+# entries); tracemalloc measured 3.8 kB a row in all for four LoCoMo users (1,226 rows), which
+# these constants put at 4.3
 _ROW_BYTES = 900
+_LEXEME_BYTES = 60  # a lexeme's entry in its row's dict (the string shared: interned)
+_BOOSTS_HELD = {b: b for b in (1.0, 1.5, 2.0)}
 
 
 def _neighbours(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray]:
@@ -52,10 +57,22 @@ def _neighbours(rows: Sequence[Row]) -> tuple[np.ndarray, np.ndarray]:
     return before, after
 
 
+def _lexicon(row: Row) -> dict[str, float]:
+    """A row's lexemes with their boosts: as read (two arrays; each lexeme interned and each
+    boost one of three floats, shared by every row that holds them), or as held before."""
+    terms = row[_TERMS]
+    if isinstance(terms, dict):
+        return terms
+    boosts = (_BOOSTS_HELD.get(b, b) for b in row[_BOOSTS] or ())
+    return dict(zip(map(sys.intern, terms or ()), boosts, strict=True))
+
+
 @dataclass(frozen=True, eq=False)
 class HeldUser:
     """One user's memories as held: their rows (`recall.rows.HELD_COLUMNS`, each vector a
-    read-only row of `matrix`) and, in the same order, what the nearest are found by.
+    read-only row of `matrix`, the lexemes a dict of each one's boost) and, in the same order,
+    what the nearest are found by; and, for BM25, the rows that hold a statement in the order
+    their ties take (`scored`: its documents), with their lexemes and lengths.
 
     Build one with `HeldUser.of`; it is never changed (a search may read it while the next sync
     replaces it).
@@ -67,10 +84,18 @@ class HeldUser:
     squares: np.ndarray  # each vector's squared norm, float64
     eligible: np.ndarray  # whether a row may be a nearest memory (it holds a statement)
     tie: np.ndarray  # a row's place in (created_at descending, content_hash) order
-    before: np.ndarray  # the turn before (index; -1: none)
-    after: np.ndarray  # the turn after
+    before: list[int]  # the turn before (index; -1: none)
+    after: list[int]  # the turn after
+    scored: tuple[int, ...]  # the rows BM25 scores (they hold a statement), in `tie` order
+    document: list[int]  # a row's index among them (-1: not scored)
+    lexicons: tuple[dict[str, float], ...]  # theirs: each lexeme's boost
+    lengths: np.ndarray  # and their lengths (NaN: not counted)
     nbytes: int  # about what it holds in memory
-    stamp: int  # `recall.held_versions`' stamp when the rows were read (a write changes it)
+    stamp: int  # `recall.held_state`'s stamp when the rows were read (a write changes it)
+    postings: dict[str, Postings] = field(default_factory=dict)  # a term's, once looked up
+    # a row's metadata decoded and whether it holds nothing (`holds_nothing`), once read by a
+    # search (shared between searches: `recall.search.ranking.row_memory` copies it out)
+    judged: list[tuple[dict[str, Any], bool] | None] = field(default_factory=list)
 
     @classmethod
     def of(cls, rows: Iterable[Row], stamp: int = 0) -> HeldUser:
@@ -86,24 +111,39 @@ class HeldUser:
         else:
             matrix = np.zeros((0, 0), dtype=np.float32)
         matrix.flags.writeable = False
-        listed = [(*r[:_EMBEDDING], matrix[i], *r[_EMBEDDING + 1 :]) for i, r in enumerate(listed)]
+        listed = [
+            (*r[:_EMBEDDING], matrix[i], *r[_EMBEDDING + 1 : _TERMS], _lexicon(r), None)
+            for i, r in enumerate(listed)
+        ]
         by_hash = sorted(range(len(listed)), key=lambda i: listed[i][_HASH])
         by_hash.sort(key=lambda i: listed[i][_CREATED], reverse=True)  # stable: hash breaks ties
         tie = np.empty(len(listed), dtype=np.int64)
         tie[by_hash] = np.arange(len(listed))
         before, after = _neighbours(listed)
-        texts = sum(len(r[_USER]) + len(r[_AI]) + len(r[_METADATA]) for r in listed)
+        eligible = [r[_HOLDS] in (None, "statement") for r in listed]
+        ranked = tuple(i for i in by_hash if eligible[i])
+        document = np.full(len(listed), -1, dtype=np.int64)
+        document[list(ranked)] = np.arange(len(ranked))
+        texts = sum(
+            len(r[_USER]) + len(r[_AI]) + len(r[_METADATA]) + _LEXEME_BYTES * len(r[_TERMS])
+            for r in listed
+        )
         return cls(
             rows=tuple(listed),
             position={r[_ID]: i for i, r in enumerate(listed)},
             matrix=matrix,
             squares=np.einsum("ij,ij->i", matrix, matrix, dtype=np.float64),
-            eligible=np.array([r[_HOLDS] in (None, "statement") for r in listed], dtype=bool),
+            eligible=np.array(eligible, dtype=bool),
             tie=tie,
-            before=before,
-            after=after,
+            before=before.tolist(),
+            after=after.tolist(),
+            scored=ranked,
+            document=document.tolist(),
+            lexicons=tuple(listed[i][_TERMS] for i in ranked),
+            lengths=np.array([listed[i][_LENGTH] for i in ranked], dtype=np.float64),
             nbytes=matrix.nbytes + texts + _ROW_BYTES * len(listed),
             stamp=stamp,
+            judged=[None] * len(listed),
         )
 
     @property
@@ -155,36 +195,6 @@ class HeldUser:
             similarity = dots / np.sqrt(self.squares * square)
         return 1.0 - np.clip(similarity, -1.0, 1.0)
 
-    def details(self, vector: Vector, limit: int, ids: Iterable[UUID], vectors: bool) -> list[Row]:
-        """The rows `recall.search_details` returns (tuples of `recall.rows.DETAIL_COLUMNS`):
-        the `limit` nearest memories that hold a statement (exact; ties to the newer memory,
-        then by content hash) and those of `ids` that are held, each with its distance, its
-        vector when `vectors`, and the turns before and after it with theirs, nearest first.
-
-        Raises:
-            ValueError: `vector` is not as long as the held vectors.
-        """
-        if not self.rows:
-            return []
-        distance = self.distances(vector)
-        picked = {self.position[i] for i in ids if i in self.position}
-        if limit > 0:
-            pool = np.flatnonzero(self.eligible)
-            nearest = pool[np.lexsort((self.tie[pool], distance[pool]))[:limit]]
-            picked.update(nearest.tolist())
-        order = sorted(picked, key=lambda i: (distance[i], self.tie[i]))
-        return [self._detail(i, distance, vectors) for i in order]
-
-    def _detail(self, i: int, distance: np.ndarray, vectors: bool) -> Row:
-        r = self.rows[i]
-        b, a = int(self.before[i]), int(self.after[i])
-        return (
-            r[_ID], r[_CONVERSATION], r[_USER], r[_AI], r[_CREATED], json.loads(r[_METADATA]),
-            r[_KIND], float(distance[i]), r[_EMBEDDING] if vectors else None, r[_LENGTH],
-            self.rows[b][_ID] if b >= 0 else None, float(distance[b]) if b >= 0 else None,
-            self.rows[a][_ID] if a >= 0 else None, float(distance[a]) if a >= 0 else None,
-        )  # fmt: skip
-
 
 class HeldRows:
     """The users' held memories (`HeldUser`), at most `megabytes` in all: the least recently
@@ -221,16 +231,24 @@ class HeldRows:
         return held
 
     async def sync(
-        self, conn: AsyncConnection[Any], user_id: str, *, again: bool = False
-    ) -> HeldUser:
+        self,
+        conn: AsyncConnection[Any],
+        user_id: str,
+        words: list[str] | None = None,
+        *,
+        again: bool = False,
+    ) -> tuple[HeldUser, HeldState]:
         """`user_id`'s memories as the database holds them now, read over `conn`: their stamp,
         and, only when it changed since the last sync, their row versions (the same call) and
-        then the rows new or changed (every row the first time, or `again`). The rows are read
-        after the stamp, so a write that lands between changes the next sync's stamp."""
+        then the rows new or changed (every row the first time, or `again`); with the stamp,
+        what BM25 reads besides the rows, for `words` (`HeldState`). The rows are read after
+        the stamp, so a write that lands between changes the next sync's stamp."""
         held = None if again else self._users.get(user_id)
-        known = await held_versions(conn, user_id=user_id, stamp=held.stamp if held else None)
+        known = await held_state(
+            conn, user_id=user_id, stamp=held.stamp if held else None, words=words or []
+        )
         if held is not None and known.ids is None:
-            return held
+            return held, known
         if held is None or known.ids is None or known.versions is None:
             fresh = HeldUser.of(await held_rows(conn, user_id=user_id, ids=None), known.stamp)
         else:
@@ -245,4 +263,4 @@ class HeldRows:
         else:
             self._users.pop(user_id, None)
             self._passing = (user_id, fresh)
-        return fresh
+        return fresh, known
