@@ -4,6 +4,7 @@ every insert, update and delete, in this process or another."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -279,3 +280,30 @@ async def test_vectors_of_another_length_are_read_again(settings: Settings, user
             await store._candidates._held_candidates(
                 user, np.full(8, 0.5, np.float32), 3, KeywordSide(()), False
             )
+
+
+async def test_a_write_here_brings_what_is_held_up_to_date(
+    settings: Settings, user: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a write in this process the held rows are brought up to date in the background
+    (decision 0060): the next search finds them current and reads no row."""
+    reads: list[str] = []
+
+    async def counted(conn: Any, *, user_id: str, ids: list[UUID] | None) -> Any:
+        reads.append(user_id)
+        return await held_rows(conn, user_id=user_id, ids=ids)
+
+    monkeypatch.setattr("recall.store.held.held_rows", counted)
+    async with staged(settings) as store:
+        await store.add_turns({"user_id": user, **t} for t in TURNS)
+        assert await store.search(user, "bees", similarity_threshold=0.0)
+        before = store.core.held.get(user)
+        assert before is not None and reads == [user]
+        await store.add_turn(user, "My cat is called Miso", "Cute name!")
+        await asyncio.gather(*store.core._refreshing.values())
+        after = store.core.held.get(user)
+        assert after is not None and len(after.rows) == len(before.rows) + 1
+        assert reads == [user, user]  # the refresh read the new row
+        found = await store.search(user, "My cat is called Miso", similarity_threshold=0.0)
+        assert found[0].user_message == "My cat is called Miso"
+        assert reads == [user, user] and store.core.held.get(user) is after

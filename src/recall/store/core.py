@@ -6,6 +6,7 @@ held memories, and closing the pools."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
@@ -85,16 +86,29 @@ class StoreCore:
         # Each searched user's memories, checked against their row versions at every search
         # (recall.store.held): a stale entry is brought up to date before it is read.
         self.held = HeldRows(settings.held_memories_mb)
+        # the held users being brought up to date after a write here (`note_added`), and those
+        # written again meanwhile (brought up to date once more after)
+        self._refreshing: dict[str, asyncio.Task[None]] = {}
+        self._written_again: set[str] = set()
         self.closed = False
 
     def drop_cached(self, user_id: str) -> None:
         """Drop what this process holds of a user whose memories were erased or removed here:
         their plan and their held memories (so no erased text stays in memory)."""
         self.plans.pop(user_id, None)
+        self._written_again.discard(user_id)
+        refreshing = self._refreshing.get(user_id)
+        if refreshing is not None:  # what it read may be from before the erasure
+            refreshing.cancel()
         self.held.drop(user_id)
 
     async def close_pools(self) -> None:
-        """Close the pools (the store marks itself `closed` and stops its builds first)."""
+        """Close the pools (the store marks itself `closed` and stops its builds first), once
+        the held users' refreshes (`note_added`) are cancelled."""
+        refreshing = list(self._refreshing.values())
+        for task in refreshing:
+            task.cancel()
+        await asyncio.gather(*refreshing, return_exceptions=True)
         await self.pool.close()
         if self.read_pool is not self.pool:
             await self.read_pool.close()
@@ -190,7 +204,10 @@ class StoreCore:
     def note_added(self, user_id: str, count: int) -> None:
         """Keep a user's cached plan after a write (so the next search of a chat that just
         stored its turn still takes the one-call path), unless the write may take the user
-        over the index threshold: then the next search re-reads it and schedules the build."""
+        over the index threshold: then the next search re-reads it and schedules the build.
+        A user held here has their held memories brought up to date in the background
+        (`refresh_held`)."""
+        self.refresh_held(user_id)
         plan = self.plans.get(user_id)
         if plan is None:
             return
@@ -199,3 +216,30 @@ class StoreCore:
             self.plans.pop(user_id, None)
         else:
             self.plans[user_id] = Plan(total, plan.hnsw_index)
+
+    def refresh_held(self, user_id: str) -> None:
+        """Bring a held user's memories up to date in the background after a write here, so
+        that their next search (the chat's next turn) finds them current instead of reading
+        the versions and the new rows beside its query's embedding (decision 0060). A search
+        still checks them: a write elsewhere, or one this misses, is read then."""
+        if self.closed or self.held.get(user_id) is None:
+            return
+        if user_id in self._refreshing:
+            self._written_again.add(user_id)
+            return
+        task = asyncio.get_running_loop().create_task(self._refresh(user_id))
+        self._refreshing[user_id] = task
+        task.add_done_callback(lambda _task: self._refreshed(user_id))
+
+    async def _refresh(self, user_id: str) -> None:
+        try:
+            async with self.conn("held_refresh", read=True, reader=user_id) as conn:
+                await self.held.sync(conn, user_id)
+        except (StoreError, ValueError) as exc:  # the next search reads them
+            log.warning("store.held.refresh_failed", error=str(exc))
+
+    def _refreshed(self, user_id: str) -> None:
+        self._refreshing.pop(user_id, None)
+        if user_id in self._written_again:
+            self._written_again.discard(user_id)
+            self.refresh_held(user_id)

@@ -98,23 +98,34 @@ class HeldUser:
     judged: list[tuple[dict[str, Any], bool] | None] = field(default_factory=list)
 
     @classmethod
-    def of(cls, rows: Iterable[Row], stamp: int = 0) -> HeldUser:
-        """The held form of a user's rows (every column of `recall.rows.HELD_COLUMNS`), read
-        after their `stamp` was.
+    def of(
+        cls,
+        rows: Iterable[Row],
+        stamp: int = 0,
+        *,
+        matrix: np.ndarray | None = None,
+        judged: list[tuple[dict[str, Any], bool] | None] | None = None,
+    ) -> HeldUser:
+        """The held form of a user's rows (every column of `recall.rows.HELD_COLUMNS`, as read
+        or as held), read after their `stamp` was: their vectors from `matrix` (one row each)
+        when given, else from the rows; what searches judged of them (`judged`) kept.
 
         Raises:
             ValueError: the rows' vectors are not all of one length.
         """
         listed = list(rows)
-        if listed:
-            matrix = np.stack([stored_vector(r[_EMBEDDING], np.float32) for r in listed])
-        else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
+        if matrix is None:
+            if listed:
+                matrix = np.stack([stored_vector(r[_EMBEDDING], np.float32) for r in listed])
+            else:
+                matrix = np.zeros((0, 0), dtype=np.float32)
         matrix.flags.writeable = False
+        # held: the vector is the matrix's row, the lexemes a dict (a row held before as it is)
         listed = [
-            (*r[:_EMBEDDING], matrix[i], *r[_EMBEDDING + 1 : _TERMS], _lexicon(r), None)
-            for i, r in enumerate(listed)
-        ]
+            r if r[_EMBEDDING] is None else (*r[:_EMBEDDING], None, *r[_EMBEDDING + 1 : _TERMS],
+                                             _lexicon(r), None)
+            for r in listed
+        ]  # fmt: skip
         by_hash = sorted(range(len(listed)), key=lambda i: listed[i][_HASH])
         by_hash.sort(key=lambda i: listed[i][_CREATED], reverse=True)  # stable: hash breaks ties
         tie = np.empty(len(listed), dtype=np.int64)
@@ -143,7 +154,7 @@ class HeldUser:
             lengths=np.array([listed[i][_LENGTH] for i in ranked], dtype=np.float64),
             nbytes=matrix.nbytes + texts + _ROW_BYTES * len(listed),
             stamp=stamp,
-            judged=[None] * len(listed),
+            judged=judged if judged is not None else [None] * len(listed),
         )
 
     @property
@@ -167,15 +178,41 @@ class HeldUser:
         """These rows brought up to `ids` and their `versions` (read with `stamp`): `fresh`
         (the new and changed rows, read after them) in, the rows no longer listed out."""
         read = {r[_ID]: r for r in fresh}
-        keep = []
+        kept: list[int] = []  # the rows kept as held, by index
+        rows: list[Row] = []
         for m, v in zip(ids, versions, strict=True):
             i = self.position.get(m)
             row = read.pop(m, None)
             if row is None and i is not None and self.rows[i][_VERSION] == v:
+                kept.append(i)
                 row = self.rows[i]
             if row is not None:  # a row deleted between the two reads is left out
-                keep.append(row)
-        return HeldUser.of(keep + list(read.values()), stamp)
+                rows.append(row)
+        rows.extend(read.values())
+        if not rows:
+            return HeldUser.of([], stamp)
+        # the held rows' vectors and judgements taken over, the fresh rows' read
+        matrix = np.empty((len(rows), self.matrix.shape[1] if self.rows else 0), np.float32)
+        judged: list[tuple[dict[str, Any], bool] | None] = [None] * len(rows)
+        fresh_at = [n for n, r in enumerate(rows) if r[_EMBEDDING] is not None]
+        held_at = [n for n, r in enumerate(rows) if r[_EMBEDDING] is None]
+        if fresh_at:
+            vectors = np.stack([stored_vector(rows[n][_EMBEDDING], np.float32) for n in fresh_at])
+            if vectors.shape[1] != matrix.shape[1]:  # another length: read as they come
+                return HeldUser.of(self._as_read(rows), stamp)
+            matrix[fresh_at] = vectors
+        matrix[held_at] = self.matrix[kept]
+        for n, i in zip(held_at, kept, strict=True):
+            judged[n] = self.judged[i]
+        return HeldUser.of(rows, stamp, matrix=matrix, judged=judged)
+
+    def _as_read(self, rows: list[Row]) -> list[Row]:
+        """`rows` with the held ones' vectors back in their place, as the database reads them."""
+        return [
+            r if r[_EMBEDDING] is not None
+            else (*r[:_EMBEDDING], self.matrix[self.position[r[_ID]]], *r[_EMBEDDING + 1 :])
+            for r in rows
+        ]  # fmt: skip
 
     def distances(self, vector: Vector) -> np.ndarray:
         """Every held row's cosine distance to `vector`, as pgvector's `<=>` computes it

@@ -27,10 +27,10 @@ __all__ = ["candidates", "keyword_side"]
 
 Hit = tuple[int, float, list[int]]  # a memory's place on the keyword side, BM25 and terms
 
-(_ID, _CONVERSATION, _USER, _AI, _CREATED, _METADATA, _KIND, _EMBEDDING, _LENGTH) = (
+(_ID, _CONVERSATION, _USER, _AI, _CREATED, _METADATA, _KIND, _LENGTH) = (
     HELD_COLUMNS.index(c) for c in (
         "id", "conversation_id", "user_message", "ai_response", "created_at", "metadata", "kind",
-        "embedding", "doc_len"))  # fmt: skip
+        "doc_len"))  # fmt: skip
 _NO_HIT: Hit = (0, 0.0, [])
 _POSTINGS_KEPT = 4096  # the terms whose postings a user's held rows keep, once looked up
 
@@ -169,7 +169,7 @@ def _candidate(
     after = (hit(a) or _NO_HIT) if a >= 0 else _NO_HIT
     return CandidateRow(
         r[_ID], r[_CONVERSATION], r[_USER], r[_AI], r[_CREATED], _judged(held, i)[0], r[_KIND],
-        near[i], own[1], r[_EMBEDDING] if vectors else None, r[_LENGTH] or 0, list(own[2]),
+        near[i], own[1], held.matrix[i] if vectors else None, r[_LENGTH] or 0, list(own[2]),
         near[b] if b >= 0 else None, list(before[2]), before[1],
         near[a] if a >= 0 else None, list(after[2]), after[1],
         side.term_idf, side.unheld_idf, side.memories,
