@@ -8,7 +8,7 @@ tuples until the candidates are picked: only those become records."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -16,10 +16,27 @@ import numpy as np
 
 from recall.rows import TERM_COLUMNS, CandidateRow
 
-__all__ = ["KeywordSide", "assemble", "split_scoped", "stored_vector", "vector_of"]
+__all__ = [
+    "NO_HIT",
+    "Hit",
+    "KeywordSide",
+    "assemble",
+    "candidate",
+    "pick",
+    "split_scoped",
+    "stored_vector",
+    "vector_of",
+]
 
 Row = tuple[Any, ...]
 """A row as read from the database, in its block's columns (`recall.db.sql.fetch_tuples`)."""
+
+Hit = tuple[int, float, list[int]]
+"""A memory on the keyword side: its place (1-based), its BM25 and the terms it holds."""
+
+NO_HIT: Hit = (0, 0.0, [])
+"""What a memory holding no query term has of the keyword side."""
+
 
 # a scoped row (`SCOPED_COLUMNS`): part and near, a TERM_COLUMNS row, then a DETAIL_COLUMNS row
 # less its id (the term row's)
@@ -65,7 +82,7 @@ class KeywordSide:
     def __init__(self, terms: Sequence[Row]) -> None:
         """`terms`: the rows of `recall.search_terms` (`recall.rows.TERM_COLUMNS`), in its
         order."""
-        hits: dict[UUID, tuple[int, float, list[int]]] = {}
+        hits: dict[UUID, Hit] = {}
         self.term_idf: list[float] = []
         self.unheld_idf = 0.0
         self.memories = 0.0
@@ -76,12 +93,12 @@ class KeywordSide:
                 self.memories = float(memories or 0.0)
             else:
                 hits[ident] = (n, float(bm25 or 0.0), matched or [])
-        self.hits: Mapping[UUID, tuple[int, float, list[int]]] = hits
+        self.hits: Mapping[UUID, Hit] = hits
 
     @classmethod
     def of(
         cls,
-        hits: Mapping[UUID, tuple[int, float, list[int]]],
+        hits: Mapping[UUID, Hit],
         term_idf: list[float],
         unheld_idf: float,
         memories: float,
@@ -102,27 +119,54 @@ class KeywordSide:
         return list(itertools.islice(self.hits, k))
 
 
-_NO_HIT: tuple[int, float, list[int]] = (0, 0.0, [])
+def pick(
+    nothing: Sequence[bool], hit: Callable[[int], Hit | None], near: Iterable[int], k: int
+) -> list[int]:
+    """The second stage's candidates among those of `nothing` (whether each holds nothing), by
+    index, in their order: the vector side's (`near`) and the best `k` by BM25 (their `hit`'s
+    place), leaving out those that hold nothing. The one rule of both kinds of candidate rows
+    (`recall.store.candidates`, `recall.store.held_search`)."""
+    kept = [i for i, empty in enumerate(nothing) if not empty]
+    ranked = sorted((h[0], i) for i in kept if (h := hit(i)) is not None and h[1] > 0)
+    wanted = set(near) | {i for _place, i in ranked[:k]}
+    return [i for i in kept if i in wanted]
+
+
+def candidate(
+    stored: Sequence[Any],
+    distance: float,
+    embedding: Any,
+    doc_len: int | None,
+    own: Hit,
+    prev_distance: float | None,
+    before: Hit,
+    next_distance: float | None,
+    after: Hit,
+    side: KeywordSide,
+) -> CandidateRow:
+    """A candidate from its stored columns (`recall.rows.StoredRow`'s, in order), its and its
+    neighbours' distances and hits (`NO_HIT` where none), and the query's statistics."""
+    ident, conversation_id, user_message, ai_response, created_at, metadata, kind = stored
+    return CandidateRow(
+        ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
+        distance, own[1], embedding, doc_len or 0, list(own[2]), prev_distance,
+        list(before[2]), before[1], next_distance, list(after[2]), after[1], side.term_idf,
+        side.unheld_idf, side.memories,
+    )  # fmt: skip
 
 
 def assemble(side: KeywordSide, details: Sequence[Row]) -> list[CandidateRow]:
     """The candidates: each detail row (`recall.rows.DETAIL_COLUMNS`) with its own and its
     neighbours' BM25 and terms from the keyword side (0 and none where they hold no query term),
     and the query's statistics."""
-    hits, term_idf, unheld, memories = side.hits, side.term_idf, side.unheld_idf, side.memories
+    hits = side.hits
     out: list[CandidateRow] = []
-    for (ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
-         distance, embedding, doc_len, prev_id, prev_distance, next_id,
-         next_distance) in details:  # fmt: skip
-        own = hits.get(ident, _NO_HIT)
-        before = hits.get(prev_id, _NO_HIT) if prev_id is not None else _NO_HIT
-        after = hits.get(next_id, _NO_HIT) if next_id is not None else _NO_HIT
+    for d in details:
+        distance, embedding, doc_len, prev_id, prev_distance, next_id, next_distance = d[7:]
+        before = hits.get(prev_id, NO_HIT) if prev_id is not None else NO_HIT
+        after = hits.get(next_id, NO_HIT) if next_id is not None else NO_HIT
         out.append(
-            CandidateRow(
-                ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
-                distance, own[1], embedding, doc_len or 0, list(own[2]), prev_distance,
-                list(before[2]), before[1], next_distance, list(after[2]), after[1], term_idf,
-                unheld, memories,
-            )
+            candidate(d[:7], distance, embedding, doc_len, hits.get(d[0], NO_HIT),
+                      prev_distance, before, next_distance, after, side)
         )  # fmt: skip
     return out

@@ -16,7 +16,7 @@ from recall.db.search_rows import keyword_rows, scoped_rows, term_rows, vector_r
 from recall.embeddings import Vector
 from recall.errors import StoreError
 from recall.rows import DETAIL_COLUMNS, CandidateRow, MemoryRow
-from recall.search.assembly import KeywordSide, Row, assemble, split_scoped
+from recall.search.assembly import KeywordSide, Row, assemble, pick, split_scoped
 from recall.search.judging import holds_nothing
 from recall.search.keywords import KeywordQuery, keywords_from_text
 from recall.store import held_search
@@ -63,17 +63,16 @@ _JUDGED = operator.itemgetter(
 
 def _pick(side: KeywordSide, details: list[Row], near: list[UUID], k: int) -> list[Row]:
     """The second stage's candidates, in `details`' order (rows of
-    `recall.rows.DETAIL_COLUMNS`): the vector side's (`near`), and the best `k` by BM25,
-    leaving out a row not judged yet that holds nothing. Picked before they are assembled, so
-    that only they are. The keyword side goes in its rows' order (ties as in
-    `KeywordSide.best`)."""
+    `recall.rows.DETAIL_COLUMNS`): `recall.search.assembly.pick` over them, the vector side
+    being `near` (ids), a row not judged yet judged here. Picked before they are assembled, so
+    that only they are."""
     hits = side.hits
-    held = [d for d in details if not holds_nothing(*_JUDGED(d))]  # d[0]: its id
-    ranked = sorted(
-        (hit[0], d[0]) for d in held if (hit := hits.get(d[0])) is not None and hit[1] > 0
+    place = {d[0]: n for n, d in enumerate(details)}  # d[0]: its id
+    nothing = [holds_nothing(*_JUDGED(d)) for d in details]
+    chosen = pick(
+        nothing, lambda n: hits.get(details[n][0]), [place[i] for i in near if i in place], k
     )
-    wanted = set(near) | {i for _place, i in ranked[:k]}
-    return [d for d in held if d[0] in wanted]
+    return [details[n] for n in chosen]
 
 
 class Candidates:

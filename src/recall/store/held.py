@@ -178,41 +178,30 @@ class HeldUser:
         """These rows brought up to `ids` and their `versions` (read with `stamp`): `fresh`
         (the new and changed rows, read after them) in, the rows no longer listed out."""
         read = {r[_ID]: r for r in fresh}
-        kept: list[int] = []  # the rows kept as held, by index
         rows: list[Row] = []
+        kept: dict[int, int] = {}  # a row kept as held: its place in `rows`, its index here
         for m, v in zip(ids, versions, strict=True):
             i = self.position.get(m)
             row = read.pop(m, None)
             if row is None and i is not None and self.rows[i][_VERSION] == v:
-                kept.append(i)
+                kept[len(rows)] = i
                 row = self.rows[i]
             if row is not None:  # a row deleted between the two reads is left out
                 rows.append(row)
         rows.extend(read.values())
-        if not rows:
-            return HeldUser.of([], stamp)
-        # the held rows' vectors and judgements taken over, the fresh rows' read
-        matrix = np.empty((len(rows), self.matrix.shape[1] if self.rows else 0), np.float32)
-        judged: list[tuple[dict[str, Any], bool] | None] = [None] * len(rows)
-        fresh_at = [n for n, r in enumerate(rows) if r[_EMBEDDING] is not None]
-        held_at = [n for n, r in enumerate(rows) if r[_EMBEDDING] is None]
+        if not kept:  # nothing held stays: the rows as read
+            return HeldUser.of(rows, stamp)
+        # the kept rows' vectors and judgements taken over; the fresh rows' vectors read (of
+        # another length than the held ones': ValueError, as `of` raises)
+        matrix = np.empty((len(rows), self.matrix.shape[1]), np.float32)
+        matrix[list(kept)] = self.matrix[list(kept.values())]
+        fresh_at = [n for n in range(len(rows)) if n not in kept]
         if fresh_at:
-            vectors = np.stack([stored_vector(rows[n][_EMBEDDING], np.float32) for n in fresh_at])
-            if vectors.shape[1] != matrix.shape[1]:  # another length: read as they come
-                return HeldUser.of(self._as_read(rows), stamp)
-            matrix[fresh_at] = vectors
-        matrix[held_at] = self.matrix[kept]
-        for n, i in zip(held_at, kept, strict=True):
-            judged[n] = self.judged[i]
+            matrix[fresh_at] = np.stack(
+                [stored_vector(rows[n][_EMBEDDING], np.float32) for n in fresh_at]
+            )
+        judged = [self.judged[kept[n]] if n in kept else None for n in range(len(rows))]
         return HeldUser.of(rows, stamp, matrix=matrix, judged=judged)
-
-    def _as_read(self, rows: list[Row]) -> list[Row]:
-        """`rows` with the held ones' vectors back in their place, as the database reads them."""
-        return [
-            r if r[_EMBEDDING] is not None
-            else (*r[:_EMBEDDING], self.matrix[self.position[r[_ID]]], *r[_EMBEDDING + 1 :])
-            for r in rows
-        ]  # fmt: skip
 
     def distances(self, vector: Vector) -> np.ndarray:
         """Every held row's cosine distance to `vector`, as pgvector's `<=>` computes it

@@ -18,20 +18,17 @@ import numpy as np
 
 from recall.embeddings import Vector
 from recall.rows import HELD_COLUMNS, CandidateRow, HeldState
-from recall.search.assembly import KeywordSide
+from recall.search.assembly import NO_HIT, Hit, KeywordSide, candidate, pick
 from recall.search.bm25 import Postings, Scored, idf, scored
 from recall.search.judging import holds_nothing
 from recall.store.held import HeldUser
 
 __all__ = ["candidates", "keyword_side"]
 
-Hit = tuple[int, float, list[int]]  # a memory's place on the keyword side, BM25 and terms
-
 (_ID, _CONVERSATION, _USER, _AI, _CREATED, _METADATA, _KIND, _LENGTH) = (
     HELD_COLUMNS.index(c) for c in (
         "id", "conversation_id", "user_message", "ai_response", "created_at", "metadata", "kind",
         "doc_len"))  # fmt: skip
-_NO_HIT: Hit = (0, 0.0, [])
 _POSTINGS_KEPT = 4096  # the terms whose postings a user's held rows keep, once looked up
 
 
@@ -133,13 +130,13 @@ def candidates(
     best = [held.position[i] for i in side.best(k) if i in held.position]
     chosen = np.fromiter(set(nearest) | set(best), dtype=np.intp)
     order = chosen[np.lexsort((held.tie[chosen], distance[chosen]))].tolist()
-    judged = [_judged(held, i) for i in order]
-    kept = [i for i, (_metadata, nothing) in zip(order, judged, strict=True) if not nothing]
-    ranked = sorted((h[0], i) for i in kept if (h := hit(i)) is not None and h[1] > 0)
-    wanted = set(nearest) | {i for _place, i in ranked[:k]}
+    at = {i: n for n, i in enumerate(order)}
+    nothing = [_judged(held, i)[1] for i in order]
+    chosen_at = pick(nothing, lambda n: hit(order[n]), [at[i] for i in nearest], k)
+    picked = [order[n] for n in chosen_at]
     near = distance.tolist()
-    out = [_candidate(held, i, near, hit, side, vectors) for i in kept if i in wanted]
-    position = {c: n for n, c in enumerate(i for i in kept if i in wanted)}
+    out = [_candidate(held, i, near, hit, side, vectors) for i in picked]
+    position = {i: n for n, i in enumerate(picked)}
     return out, [position[i] for i in nearest if i in position]
 
 
@@ -164,13 +161,9 @@ def _candidate(
 ) -> CandidateRow:
     r = held.rows[i]
     b, a = held.before[i], held.after[i]
-    own = hit(i) or _NO_HIT
-    before = (hit(b) or _NO_HIT) if b >= 0 else _NO_HIT
-    after = (hit(a) or _NO_HIT) if a >= 0 else _NO_HIT
-    return CandidateRow(
-        r[_ID], r[_CONVERSATION], r[_USER], r[_AI], r[_CREATED], _judged(held, i)[0], r[_KIND],
-        near[i], own[1], held.matrix[i] if vectors else None, r[_LENGTH] or 0, list(own[2]),
-        near[b] if b >= 0 else None, list(before[2]), before[1],
-        near[a] if a >= 0 else None, list(after[2]), after[1],
-        side.term_idf, side.unheld_idf, side.memories,
+    return candidate(
+        (r[_ID], r[_CONVERSATION], r[_USER], r[_AI], r[_CREATED], _judged(held, i)[0], r[_KIND]),
+        near[i], held.matrix[i] if vectors else None, r[_LENGTH], hit(i) or NO_HIT,
+        near[b] if b >= 0 else None, (hit(b) or NO_HIT) if b >= 0 else NO_HIT,
+        near[a] if a >= 0 else None, (hit(a) or NO_HIT) if a >= 0 else NO_HIT, side,
     )  # fmt: skip
