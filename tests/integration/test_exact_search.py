@@ -242,3 +242,47 @@ async def test_search_functions_plan_once_for_every_user(corpus: Corpus) -> None
         ("search_exact", ["plan_cache_mode=force_generic_plan"]),
         ("search_keyword", ["plan_cache_mode=force_generic_plan"]),
     ]
+
+
+async def test_a_large_users_scope_is_the_ids_their_searches_return(corpus: Corpus) -> None:
+    """Migration 0037: the scoped call's nearest (`recall.search_scope`, ids only) are the ids
+    `recall.search_indexed` and `recall.search_exact` return, in their order, through the
+    user's own index or exactly (here too, with a global index and sorts disabled), and an
+    indexed scope reads the user's own index once. Read through the store's own statement
+    (`search_scoped`: the details of the first 60 nearest, numbered), as the store calls it:
+    on Citus, the call runs on the user's worker."""
+    await corpus.store.wait_for_index_builds()
+    await corpus.store.optimize()  # the big user's index is built, here if not before
+    owner = await connect_once(corpus.url)
+    try:
+        await register_vector_async(owner)
+        asked = [(BIG_USER, True, q) for q in _queries(corpus, 20, seed=5)]
+        asked += [(BIG_USER, False, q) for q in _queries(corpus, 5, seed=6)]
+        asked += [("small-3", False, _queries(corpus, 1, seed=7)[0])]
+        for user, indexed, q in asked:
+            args = {"user_id": user, "query": q, "limit": 60, "candidates": 60}
+            statement = (
+                b"SELECT id FROM recall.search_indexed(%(user_id)s, %(query)s, 2.0, %(limit)s,"
+                b" %(candidates)s)"
+                if indexed
+                else b"SELECT id FROM recall.search_exact(%(user_id)s, %(query)s, 2.0, %(limit)s)"
+            )
+            cur = await owner.execute(statement, args)
+            expected = [r[0] for r in await cur.fetchall()]
+            cur = await owner.execute(query("search_scoped"), {
+                "user_id": user, "query": q, "scope": 60, "candidates": 60, "indexed": indexed,
+                "tsquery": None, "words": [], "near": 60, "best": 0, "vectors": False})  # fmt: skip
+            near = sorted((r[1], r[2]) for r in await cur.fetchall() if r[0] == 2)
+            assert [i for _n, i in near] == expected, (user, indexed)
+            assert len(expected) == min(60, len(corpus.ids[user]))
+        if not CITUS:  # on Citus the index's counters are the worker's shard's
+            await owner.execute(b"SELECT pg_stat_force_next_flush()")  # the scans above
+            before = await _index_scans(owner, index_name(BIG_USER))
+            async with owner.transaction():
+                await owner.execute(b"SELECT pg_stat_force_next_flush()")  # at this COMMIT
+                await owner.execute(
+                    b"SELECT recall.search_scope(%s, %s, 60, 60, true)", [BIG_USER, q]
+                )
+            assert await _index_scans(owner, index_name(BIG_USER)) == before + 1
+    finally:
+        await owner.close()

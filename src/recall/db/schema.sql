@@ -625,7 +625,7 @@ $$;
 -- The second stage's vector side: the user's p_limit nearest memories (exact) and p_ids,
 -- each with its distance, its vector when p_vectors, its length, and the turns before and after
 -- it in its conversation.
--- body: 0027_judged_at_write.sql
+-- body: 0037_scope_ids_only.sql
 CREATE OR REPLACE FUNCTION recall.search_details(
     p_user_id text, p_query vector, p_limit integer, p_ids uuid[], p_vectors boolean
 ) RETURNS SETOF recall.search_detail LANGUAGE plpgsql SECURITY DEFINER
@@ -650,41 +650,120 @@ BEGIN
         UNION
         SELECT v.id FROM unnest(coalesce(p_ids, '{}'::uuid[])) AS v(id)
     )
-    SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
-           m.kind, m.embedding <=> p_query, CASE WHEN p_vectors THEN m.embedding END, m.doc_len,
-           pv.id, pv.distance, nx.id, nx.distance
-    FROM picked
-    JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = picked.id
-    -- the turn before and after, in (created_at, content_hash) order: two turns of one
-    -- conversation with the same time are in the same order in every database (the created_at
-    -- bound keeps the scan on the (user_id, conversation_id, created_at, id) index)
-    LEFT JOIN LATERAL (
-        SELECT b.id, b.embedding <=> p_query AS distance
-        FROM recall.memories AS b
-        WHERE b.user_id = p_user_id AND b.conversation_id = m.conversation_id
-          AND b.created_at <= m.created_at
-          AND (b.created_at, b.content_hash) < (m.created_at, m.content_hash)
-        ORDER BY b.created_at DESC, b.content_hash DESC
-        LIMIT 1
-    ) AS pv ON true
-    LEFT JOIN LATERAL (
-        SELECT a.id, a.embedding <=> p_query AS distance
-        FROM recall.memories AS a
-        WHERE a.user_id = p_user_id AND a.conversation_id = m.conversation_id
-          AND a.created_at >= m.created_at
-          AND (a.created_at, a.content_hash) > (m.created_at, m.content_hash)
-        ORDER BY a.created_at, a.content_hash
-        LIMIT 1
-    ) AS nx ON true
-    ORDER BY m.embedding <=> p_query, m.created_at DESC, m.content_hash;
+    SELECT d.id, d.conversation_id, d.user_message, d.ai_response, d.created_at, d.metadata,
+           d.kind, d.distance, d.embedding, d.doc_len, d.prev_id, d.prev_distance, d.next_id,
+           d.next_distance
+    FROM (
+        SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at,
+               m.metadata, m.kind, m.embedding <=> p_query AS distance,
+               CASE WHEN p_vectors THEN m.embedding END AS embedding, m.doc_len,
+               pv.id AS prev_id, pv.distance AS prev_distance, nx.id AS next_id,
+               nx.distance AS next_distance, m.content_hash
+        FROM picked
+        JOIN recall.memories AS m ON m.user_id = p_user_id AND m.id = picked.id
+        -- the turn before and after, in (created_at, content_hash) order: two turns of one
+        -- conversation with the same time are in the same order in every database (the
+        -- created_at bound keeps the scan on the (user_id, conversation_id, created_at, id)
+        -- index)
+        LEFT JOIN LATERAL (
+            SELECT b.id, b.embedding <=> p_query AS distance
+            FROM recall.memories AS b
+            WHERE b.user_id = p_user_id AND b.conversation_id = m.conversation_id
+              AND b.created_at <= m.created_at
+              AND (b.created_at, b.content_hash) < (m.created_at, m.content_hash)
+            ORDER BY b.created_at DESC, b.content_hash DESC
+            LIMIT 1
+        ) AS pv ON true
+        LEFT JOIN LATERAL (
+            SELECT a.id, a.embedding <=> p_query AS distance
+            FROM recall.memories AS a
+            WHERE a.user_id = p_user_id AND a.conversation_id = m.conversation_id
+              AND a.created_at >= m.created_at
+              AND (a.created_at, a.content_hash) > (m.created_at, m.content_hash)
+            ORDER BY a.created_at, a.content_hash
+            LIMIT 1
+        ) AS nx ON true
+        -- a fence: the order below is a sort of these rows, never an HNSW index's order
+        -- (an index over every user's vectors, read in its order, returns only its nearest
+        -- few and would drop the rest; migration 0037)
+        OFFSET 0
+    ) AS d
+    ORDER BY d.distance, d.created_at DESC, d.content_hash;
     PERFORM recall.swap_user_key(previous);
+END;
+$$;
+
+-- The statement recall.search_scope runs for a user with an HNSW index of their own:
+-- recall.search_indexed_sql's nearest, their ids only, in its order (the user id a literal, so
+-- the planner matches their partial index; tests EXPLAIN it).
+-- body: 0037_scope_ids_only.sql
+CREATE OR REPLACE FUNCTION recall.search_scope_sql(p_user_id text) RETURNS text
+LANGUAGE sql STABLE AS $$
+SELECT format($q$
+    SELECT coalesce(array_agg(best.id ORDER BY best.distance, best.created_at DESC,
+                                              best.content_hash), '{}'::uuid[])
+    FROM (
+        SELECT c.id, c.distance, c.created_at, c.content_hash
+        FROM (
+            SELECT id, embedding <=> $1 AS distance, created_at, content_hash
+            FROM recall.memories
+            WHERE user_id = %1$L AND (holds IS NULL OR holds = 'statement')
+            ORDER BY embedding <=> $1
+            LIMIT $2
+        ) AS c
+        WHERE c.distance <= 2.0
+        ORDER BY c.distance, c.created_at DESC, c.content_hash
+        LIMIT $3
+    ) AS best
+$q$, p_user_id);
+$$;
+
+-- A large user's scope: the ids of their p_scope nearest memories that hold something, nearest
+-- first (ties to the newer, then by content hash), through their own HNSW index (p_indexed,
+-- p_candidates wide) or exactly: the ids recall.search_indexed and recall.search_exact return
+-- at a distance of at most 2, without reading the rows again for their texts. Called by
+-- recall.search_scoped, under its owner's rights and row-level security key.
+-- body: 0037_scope_ids_only.sql
+CREATE OR REPLACE FUNCTION recall.search_scope(
+    p_user_id text, p_query vector, p_scope integer, p_candidates integer, p_indexed boolean
+) RETURNS uuid[] LANGUAGE plpgsql
+SET enable_sort = off
+SET hnsw.ef_search = 40
+SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+    nearest uuid[];
+BEGIN
+    IF p_indexed THEN
+        PERFORM set_config('hnsw.ef_search', greatest(p_candidates, p_scope)::text, true);
+        EXECUTE recall.search_scope_sql(p_user_id) INTO nearest
+            USING p_query, greatest(p_candidates, p_scope), p_scope;
+    ELSE
+        -- the exact plan of decision 0001: every row of the user scored, then sorted (no
+        -- index gives this order)
+        SELECT coalesce(array_agg(best.id ORDER BY best.distance, best.created_at DESC,
+                                                   best.content_hash), '{}'::uuid[])
+        INTO nearest
+        FROM (
+            SELECT b.id, b.distance, b.created_at, b.content_hash
+            FROM (
+                SELECT s.id, s.embedding <=> p_query AS distance, s.created_at, s.content_hash
+                FROM recall.memories AS s
+                WHERE s.user_id = p_user_id AND (s.holds IS NULL OR s.holds = 'statement')
+                OFFSET 0
+            ) AS b
+            WHERE b.distance <= 2.0
+            ORDER BY b.distance, b.created_at DESC, b.content_hash
+            LIMIT p_scope
+        ) AS best;
+    END IF;
+    RETURN nearest;
 END;
 $$;
 
 -- A large user's second-stage candidates in one call: their p_scope nearest memories, the
 -- keyword side over those (recall.search_terms) and the details (recall.search_details) of the
 -- first p_near of them and of the best p_best by BM25.
--- body: 0023_stable_ties.sql
+-- body: 0037_scope_ids_only.sql
 CREATE OR REPLACE FUNCTION recall.search_scoped(
     p_user_id text, p_query vector, p_scope integer, p_candidates integer, p_indexed boolean,
     p_tsquery text, p_words text[], p_near integer, p_best integer, p_vectors boolean
@@ -695,18 +774,8 @@ DECLARE
     previous text := recall.swap_user_key(p_user_id);
     nearest uuid[];
 BEGIN
-    -- the scope: as the store's own vector search asks for it (max distance 2: every row)
-    IF p_indexed THEN
-        SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'::uuid[]) INTO nearest
-        FROM recall.search_indexed(p_user_id, p_query, 2.0, p_scope, p_candidates)
-            WITH ORDINALITY AS h(id, conversation_id, user_message, ai_response, created_at,
-                                 metadata, kind, distance, bm25, ord);
-    ELSE
-        SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'::uuid[]) INTO nearest
-        FROM recall.search_exact(p_user_id, p_query, 2.0, p_scope)
-            WITH ORDINALITY AS h(id, conversation_id, user_message, ai_response, created_at,
-                                 metadata, kind, distance, bm25, ord);
-    END IF;
+    -- the scope: the ids of the nearest, as the store's own vector search orders them
+    nearest := recall.search_scope(p_user_id, p_query, p_scope, p_candidates, p_indexed);
     RETURN QUERY
     WITH terms AS MATERIALIZED (
         -- in recall.search_terms' order: the statistics row, then best first by BM25
