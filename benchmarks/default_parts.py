@@ -2,11 +2,13 @@
 (issue 46): `store.search(user, text)` at the store's defaults, the query embedded in every call
 (embedding cache off), each part timed inside those very calls.
 
-    python benchmarks/default_parts.py [--size 20000] [--questions 400]
+    python benchmarks/default_parts.py [--size 20500] [--questions 400] [--large-from locomo]
 
 Two sets of users, in one database: LoCoMo's full regime (each dev conversation one user, about
-300 memories) asked their own questions, and one user of --size memories (as
-benchmarks/default_path.py makes them, with their own HNSW index) asked a seeded sample of them.
+300 memories) asked their own questions, and one user of up to --size memories (as
+benchmarks/default_path.py makes them, with their own HNSW index): by default the distinct turns
+of LongMemEval dev's haystacks asked their own questions in turns (issue 56's large user), with
+--large-from locomo LoCoMo pairs cycled asked a seeded sample of LoCoMo's questions.
 Each part is the wall time of one step of the store's search, taken by a timer around the
 store's own method during the timed calls:
 - the query embedded (for a user up to 2,000 memories the keyword side is built beside it: the
@@ -37,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+from harness import longmemeval as lme
 from harness.corpus import load
 from harness.db import fresh_database, settle
 from harness.regimes import LARGE, SEED, embed, full, large_user, turn_items
@@ -288,8 +291,12 @@ Beside it, in the same run:
 async def main() -> None:
     """Load both sets of users, time the parts; print and write."""
     options = parser(__doc__, data=True)
-    options.add_argument("--size", type=int, default=20_000, help="the large user's memories")
+    options.add_argument("--size", type=int, default=20_500, help="the large user's memories")
     options.add_argument("--questions", type=int, default=400, help="questions to each set")
+    options.add_argument("--large-from", choices=("longmemeval", "locomo"), default="longmemeval",
+                         help="the large user: distinct turns of LongMemEval dev's haystacks "
+                         "asked their own questions in turns (issue 56), or LoCoMo pairs "
+                         "cycled with noisy vectors asked a sample of LoCoMo's")  # fmt: skip
     args = options.parse_args()
     revision = git_revision()
     corpus = load(args.data)
@@ -299,14 +306,20 @@ async def main() -> None:
         await store.warm_up()
         vectors = await embed(store, corpus, echoes=False)
         await store.add_turns(turn_items(corpus, full(corpus), vectors), batch_size=2000)
-        rng = np.random.default_rng(SEED)
-        await store.add_turns(large_user(corpus, vectors, args.size, rng), batch_size=5000)
-        await store.optimize()
-        await settle(url)
         own = [(user, text, vectors.queries[n])
                for n, (user, text, *_rest) in enumerate(corpus.questions)]  # fmt: skip
-        picked = random.Random(SEED).sample(range(len(own)), min(args.questions, len(own)))
-        large = [(LARGE, own[n][1], own[n][2]) for n in picked]
+        if args.large_from == "longmemeval":
+            large_items, placed = await lme.asked_user(store.embedder, args.size, LARGE)
+            turns = max(1, args.questions // len(placed))  # each question asked that many times
+            large = [(LARGE, text, vector) for _ in range(turns) for text, vector, _a in placed]
+        else:
+            rng = np.random.default_rng(SEED)
+            large_items = list(large_user(corpus, vectors, args.size, rng))
+            picked = random.Random(SEED).sample(range(len(own)), min(args.questions, len(own)))
+            large = [(LARGE, own[n][1], own[n][2]) for n in picked]
+        await store.add_turns(large_items, batch_size=5000)
+        await store.optimize()
+        await settle(url)
         conn = await connect_once(url)
         await register_vector_async(conn)
         timers = Timers()
@@ -318,10 +331,15 @@ async def main() -> None:
     users = f"{len(small_parts)} questions of {asked} dev users, about 300 memories each"
     command = "python benchmarks/default_parts.py" + "".join(
         f" {flag} {value}"
-        for flag, value, default in [("--size", args.size, 20_000),
-                                     ("--questions", args.questions, 400)]
+        for flag, value, default in [("--size", args.size, 20_500),
+                                     ("--questions", args.questions, 400),
+                                     ("--large-from", args.large_from, "longmemeval")]
         if value != default
     )  # fmt: skip
+    held_as = {
+        "longmemeval": "distinct turns of LongMemEval dev's haystacks, asked their questions",
+        "locomo": "LoCoMo pairs cycled, asked a sample of LoCoMo's questions",
+    }[args.large_from]
     body = f"""## What the default path's time is made of, part by part (issue 46)
 
 `{command}` on {machine()}, commit {revision}, {datetime.now():%Y-%m-%d}. Each step is timed
@@ -333,7 +351,7 @@ warm-up pass. Means add up; p50 and p95 of the parts do not.
 {
         section(
             "A large user",
-            f"{len(large_parts)} questions, 1 user of {args.size:,}",
+            f"{len(large_parts)} questions, 1 user of {len(large_items):,} ({held_as})",
             large_parts,
             large_times,
         )

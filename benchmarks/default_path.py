@@ -195,20 +195,6 @@ def sampled(own: list[tuple[str, str, Vector]], queries: int) -> list[tuple[str,
     return [(LARGE, own[n][1], own[n][2]) for n in picked]
 
 
-async def real_user(
-    store: MemoryStore, size: int
-) -> tuple[list[dict[str, Any]], list[tuple[str, Vector, frozenset[int]]]]:
-    """The large user from LongMemEval dev's haystacks (`lme.one_user`, issue 56), with each
-    taken record's question, its vector and its answer sessions' turns as places in the
-    items."""
-    records = lme.load()
-    table = await lme.vectors(store.embedder, records)
-    items, taken = lme.one_user(records, table, size, LARGE)
-    asked = [(r.question, await store.embedder.embed_query(r.question), answer)
-             for r, answer in taken]  # fmt: skip
-    return items, asked
-
-
 async def quality(
     store: MemoryStore, asked: list[tuple[str, Vector, frozenset[str]]]
 ) -> list[list[str]]:
@@ -258,7 +244,7 @@ async def main() -> None:
         own = locomo_asked(corpus, vectors)
         placed: list[tuple[str, Vector, frozenset[int]]] = []
         if args.large_from == "longmemeval":
-            large_items, placed = await real_user(store, args.size)
+            large_items, placed = await lme.asked_user(store.embedder, args.size, LARGE)
             turns = max(1, args.queries // len(placed))  # each question asked that many times
             large = [(LARGE, text, vector) for _ in range(turns) for text, vector, _a in placed]
         else:

@@ -177,6 +177,19 @@ def one_user(
     return items, taken
 
 
+async def asked_user(
+    embedder: Embedder, size: int, user: str
+) -> tuple[list[dict[str, Any]], list[tuple[str, Any, frozenset[int]]]]:
+    """`one_user` over LongMemEval dev (`load`), with each taken record's question, its vector
+    (`embedder`'s) and its answer sessions' turns as places in the items."""
+    records = load()
+    table = await vectors(embedder, records)
+    items, taken = one_user(records, table, size, user)
+    asked = [(r.question, await embedder.embed_query(r.question), answer)
+             for r, answer in taken]  # fmt: skip
+    return items, asked
+
+
 NEAR_COPY = 0.9  # bge-small cosine from which a stored turn counts as a copy of another
 
 
