@@ -31,7 +31,7 @@ WHERE p.pronamespace = 'recall'::regnamespace
 
 -- The statement recall.search_scope runs for a user with an HNSW index of their own:
 -- recall.search_indexed_sql's nearest, their ids only, in its order (the user id a literal, so
--- the planner matches their partial index; tests EXPLAIN it).
+-- the planner matches their partial index; a test counts its scans of that index).
 CREATE OR REPLACE FUNCTION recall.search_scope_sql(p_user_id text) RETURNS text
 LANGUAGE sql STABLE AS $$
 SELECT format($q$
