@@ -355,30 +355,43 @@ BEGIN
 END;
 $$;
 
--- The statement recall.search_indexed runs for a user with an HNSW index of their own (the
--- user id a literal, so the planner matches their partial index); tests EXPLAIN it.
--- body: 0027_judged_at_write.sql
-CREATE OR REPLACE FUNCTION recall.search_indexed_sql(p_user_id text) RETURNS text
+-- The nearest memories of a user with an HNSW index of their own that hold something, as
+-- (id, distance, created_at, content_hash), nearest first (ties to the newer memory, then by
+-- content hash): $2 candidates from the index, those within distance $3 of the query $1, the
+-- first $4. The user id a literal, so the planner matches their partial index. The one
+-- statement of recall.search_indexed_sql (the semantic search) and recall.search_scope (a large
+-- user's scope).
+-- body: 0037_scope_ids_only.sql
+CREATE OR REPLACE FUNCTION recall.search_nearest_sql(p_user_id text) RETURNS text
 LANGUAGE sql STABLE AS $$
 SELECT format($q$
-    WITH candidates AS MATERIALIZED (
+    SELECT c.id, c.distance, c.created_at, c.content_hash
+    FROM (
         SELECT id, embedding <=> $1 AS distance, created_at, content_hash
         FROM recall.memories
         WHERE user_id = %1$L AND (holds IS NULL OR holds = 'statement')
         ORDER BY embedding <=> $1
         LIMIT $2
-    ), best AS (
-        SELECT id, distance, created_at, content_hash FROM candidates
-        WHERE distance <= $3
-        ORDER BY distance, created_at DESC, content_hash
-        LIMIT $4
-    )
+    ) AS c
+    WHERE c.distance <= $3
+    ORDER BY c.distance, c.created_at DESC, c.content_hash
+    LIMIT $4
+$q$, p_user_id);
+$$;
+
+-- The statement recall.search_indexed runs for a user with an HNSW index of their own: their
+-- nearest (recall.search_nearest_sql) with their texts; tests EXPLAIN it.
+-- body: 0037_scope_ids_only.sql
+CREATE OR REPLACE FUNCTION recall.search_indexed_sql(p_user_id text) RETURNS text
+LANGUAGE sql STABLE AS $$
+SELECT format($q$
+    WITH best AS MATERIALIZED (%2$s)
     SELECT m.id, m.conversation_id, m.user_message, m.ai_response, m.created_at, m.metadata,
            m.kind, best.distance, NULL::float8 AS bm25
     FROM best
     JOIN recall.memories AS m ON m.user_id = %1$L AND m.id = best.id
     ORDER BY best.distance, best.created_at DESC, best.content_hash
-$q$, p_user_id);
+$q$, p_user_id, recall.search_nearest_sql(p_user_id));
 $$;
 
 -- The indexed search (decision 0001) as one call.
@@ -693,36 +706,11 @@ BEGIN
 END;
 $$;
 
--- The statement recall.search_scope runs for a user with an HNSW index of their own:
--- recall.search_indexed_sql's nearest, their ids only, in its order (the user id a literal, so
--- the planner matches their partial index; a test counts its scans of that index).
--- body: 0037_scope_ids_only.sql
-CREATE OR REPLACE FUNCTION recall.search_scope_sql(p_user_id text) RETURNS text
-LANGUAGE sql STABLE AS $$
-SELECT format($q$
-    SELECT coalesce(array_agg(best.id ORDER BY best.distance, best.created_at DESC,
-                                              best.content_hash), '{}'::uuid[])
-    FROM (
-        SELECT c.id, c.distance, c.created_at, c.content_hash
-        FROM (
-            SELECT id, embedding <=> $1 AS distance, created_at, content_hash
-            FROM recall.memories
-            WHERE user_id = %1$L AND (holds IS NULL OR holds = 'statement')
-            ORDER BY embedding <=> $1
-            LIMIT $2
-        ) AS c
-        WHERE c.distance <= 2.0
-        ORDER BY c.distance, c.created_at DESC, c.content_hash
-        LIMIT $3
-    ) AS best
-$q$, p_user_id);
-$$;
-
--- A large user's scope: the ids of their p_scope nearest memories that hold something, nearest
--- first (ties to the newer, then by content hash), through their own HNSW index (p_indexed,
--- p_candidates wide) or exactly: the ids recall.search_indexed and recall.search_exact return
--- at a distance of at most 2, without reading the rows again for their texts. Called by
--- recall.search_scoped, under its owner's rights and row-level security key.
+-- A large user's scope: the ids of their p_scope nearest memories that hold something, at a
+-- distance of at most 2, as recall.search_indexed (through their own HNSW index, p_candidates
+-- wide, when p_indexed; its statement, recall.search_nearest_sql, without reading the rows again
+-- for their texts) or recall.search_exact returns them. Called by recall.search_scoped, under
+-- its owner's rights and row-level security key.
 -- body: 0037_scope_ids_only.sql
 CREATE OR REPLACE FUNCTION recall.search_scope(
     p_user_id text, p_query vector, p_scope integer, p_candidates integer, p_indexed boolean
@@ -735,26 +723,16 @@ DECLARE
 BEGIN
     IF p_indexed THEN
         PERFORM set_config('hnsw.ef_search', greatest(p_candidates, p_scope)::text, true);
-        EXECUTE recall.search_scope_sql(p_user_id) INTO nearest
-            USING p_query, greatest(p_candidates, p_scope), p_scope;
-    ELSE
-        -- the exact plan of decision 0001: every row of the user scored, then sorted (no
-        -- index gives this order)
-        SELECT coalesce(array_agg(best.id ORDER BY best.distance, best.created_at DESC,
-                                                   best.content_hash), '{}'::uuid[])
-        INTO nearest
-        FROM (
-            SELECT b.id, b.distance, b.created_at, b.content_hash
-            FROM (
-                SELECT s.id, s.embedding <=> p_query AS distance, s.created_at, s.content_hash
-                FROM recall.memories AS s
-                WHERE s.user_id = p_user_id AND (s.holds IS NULL OR s.holds = 'statement')
-                OFFSET 0
-            ) AS b
-            WHERE b.distance <= 2.0
-            ORDER BY b.distance, b.created_at DESC, b.content_hash
-            LIMIT p_scope
-        ) AS best;
+        EXECUTE format(
+            'SELECT coalesce(array_agg(best.id ORDER BY best.distance, best.created_at DESC, '
+            || 'best.content_hash), ''{}''::uuid[]) FROM (%s) AS best',
+            recall.search_nearest_sql(p_user_id)
+        ) INTO nearest USING p_query, greatest(p_candidates, p_scope), 2.0::float8, p_scope;
+    ELSE  -- every row of the user scored: their texts joined for the 60 cost little beside it
+        SELECT coalesce(array_agg(h.id ORDER BY h.ord), '{}'::uuid[]) INTO nearest
+        FROM recall.search_exact(p_user_id, p_query, 2.0, p_scope)
+            WITH ORDINALITY AS h(id, conversation_id, user_message, ai_response, created_at,
+                                 metadata, kind, distance, bm25, ord);
     END IF;
     RETURN nearest;
 END;
