@@ -893,7 +893,7 @@ async def main() -> None:
         command += f" --never-said-extra {args.never_said_extra}"
     stage = SecondStage(
         embedding_model=BGE_MODEL_NAME, candidates=CANDIDATES, ranker=final.ranker,
-        product_weights=None, intent=final.intent,
+        intent=final.intent,
         intent_intercept=final.intent_intercept, gate=final.gate, gate_offset=offset[0],
         intent_offset=offset[1], intent_weight=GATE_RULE[0], gate_bias=GATE_RULE[1],
         slope=SLOPE[0], asking=_asking(),

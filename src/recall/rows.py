@@ -131,7 +131,6 @@ class CandidateRow(StoredRow):
         id, conversation_id, user_message, ai_response, created_at, metadata, kind: as stored.
         distance: cosine distance to the query vector.
         bm25: its BM25 for the query (0 when it holds no query term).
-        embedding: its stored vector.
         doc_len: its number of lexemes.
         matched: the query terms it holds, as numbers (1-based) into `term_idf`.
         prev_*, next_*: the distance, terms and BM25 of the turn before and after it in its
@@ -143,7 +142,6 @@ class CandidateRow(StoredRow):
 
     distance: float
     bm25: float
-    embedding: Any  # pgvector's Vector or a numpy array: read it with `vector_of`
     doc_len: int
     matched: list[int]
     prev_distance: float | None

@@ -64,7 +64,7 @@ async def _sql_details(
 ) -> list[tuple[Any, ...]]:
     async with store.pool.connection() as conn:
         cur = await conn.execute(
-            b"SELECT * FROM recall.search_details(%s, %s, %s, %s, true)",
+            b"SELECT * FROM recall.search_details(%s, %s, %s, %s, false)",
             (user, vector, limit, ids),
         )
         return await cur.fetchall()
@@ -86,15 +86,12 @@ def _same_rows(got: list[CandidateRow], want: list[CandidateRow]) -> None:
             if name in floats:
                 assert (a is None) == (b is None), name
                 assert a is None or a == pytest.approx(b, abs=1e-6), name
-            elif name == "embedding":
-                assert (a is None) == (b is None), name
-                assert a is None or np.allclose(np.asarray(a), b.to_numpy(), atol=0), name
             else:
                 assert a == b, name
 
 
 async def _same_candidates(
-    store: MemoryStore, user: str, held: HeldUser, text: str, k: int, vectors: bool = True
+    store: MemoryStore, user: str, held: HeldUser, text: str, k: int
 ) -> list[CandidateRow]:
     """The held candidates (`held_search.candidates`) are those the calls give: the keyword
     side of `recall.search_terms`, the details of `recall.search_details`, picked and
@@ -111,8 +108,8 @@ async def _same_candidates(
     held_side = held_search.keyword_side(held, state)
     assert held_side is not None
     for used in (held_side, side):
-        got, order = held_search.candidates(held, vector, k, used, vectors)
-        _same_rows(got, rows if vectors else [dataclasses.replace(r, embedding=None) for r in rows])
+        got, order = held_search.candidates(held, vector, k, used)
+        _same_rows(got, rows)
         assert order == [place[i] for i in near if i in place], text
     return got
 
@@ -131,8 +128,6 @@ async def test_the_held_candidates_are_the_calls(store: MemoryStore, user: str) 
         ("hey there", 3),
     ]:
         assert await _same_candidates(store, user, held, query, k) or k == 0
-    # without vectors, the same rows with none
-    assert await _same_candidates(store, user, held, "bees", 3, vectors=False)
 
 
 # turns whose title (weight A) and entities (weight B) weigh more, and two of one instant
@@ -278,7 +273,7 @@ async def test_vectors_of_another_length_are_read_again(settings: Settings, user
         assert store.core.held.get(user) is not stale
         with pytest.raises(StoreError, match="different vector dimensions"):
             await store._candidates._held_candidates(
-                user, np.full(8, 0.5, np.float32), 3, KeywordSide(()), False
+                user, np.full(8, 0.5, np.float32), 3, KeywordSide(())
             )
 
 

@@ -111,7 +111,7 @@ def flat_stage(dims: int) -> SecondStage:
     rank[RANK_FEATURES.index("cos")] = 5.0
     return SecondStage(
         embedding_model="fake-hash-64", candidates=5,
-        ranker=linear(RANK_FEATURES, rank, 0.0), product_weights=np.zeros(dims),
+        ranker=linear(RANK_FEATURES, rank, 0.0),
         intent=np.zeros(dims), intent_intercept=0.0,
         gate=linear(GATE_FEATURES, [0.0] * len(GATE_FEATURES), 3.0), gate_offset=0.0,
         intent_offset=0.0, intent_weight=0.0, gate_bias=0.0, slope=1.0, source={},

@@ -94,7 +94,6 @@ def _case(n: int) -> Case:
                 kind="turn",
                 distance=float(1.0 - qv @ emb),
                 bm25=float(rng.uniform(0.1, 12.0)) if hit else 0.0,
-                embedding=emb,
                 doc_len=int(rng.integers(3, 60)),
                 matched=matched,
                 prev_distance=None if rng.uniform() < 0.3 else float(rng.uniform(0.2, 1.0)),

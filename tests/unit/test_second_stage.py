@@ -41,7 +41,6 @@ def row(n: int, **changes: Any) -> CandidateRow:
         "kind": "turn",
         "distance": 0.5,
         "bm25": 0.0,
-        "embedding": np.eye(DIMS)[n % DIMS],
         "doc_len": 10,
         "matched": [],
         "prev_distance": None,
@@ -170,7 +169,6 @@ def stage(
         embedding_model="test",
         candidates=25,
         ranker=linear(RANK_FEATURES, rank_w, -1.0),
-        product_weights=np.zeros(DIMS),
         intent=np.zeros(DIMS),
         intent_intercept=0.0,
         gate=linear(GATE_FEATURES, [0.0] * len(GATE_FEATURES), gate_intercept),
@@ -267,7 +265,6 @@ def test_the_shipped_stage_is_for_bge_small_and_none_for_other_models() -> None:
     # a ranker of trees over the features, no learned similarity of the vectors, and a linear
     # gate (decision 0027)
     assert isinstance(shipped.ranker, TreeModel) and isinstance(shipped.gate, LinearModel)
-    assert shipped.product_weights is None
     assert shipped.source["command"].startswith("python benchmarks/fit_second_stage.py")
     assert "uncommitted" not in shipped.source["commit"]  # a clean checkout reproduces it
     assert second_stage_for("all-MiniLM-L6-v2") is None
@@ -357,7 +354,7 @@ def test_a_stage_of_trees_scores_and_explains_without_vector_products() -> None:
     gate = TreeModel(GATE_FEATURES, 1.0, rank.depth, np.zeros((2, 3), dtype=np.intp),
                      rank.threshold, rank.value)  # fmt: skip
     s = SecondStage(
-        embedding_model="test", candidates=25, ranker=ranker, product_weights=None,
+        embedding_model="test", candidates=25, ranker=ranker,
         intent=np.zeros(DIMS), intent_intercept=0.0, gate=gate, gate_offset=0.5,
         intent_offset=0.0, intent_weight=0.0, gate_bias=0.0, slope=0.3, source={},
         asking=AskingModel(np.zeros(DIMS), (), 0.0, 0.0),
@@ -369,7 +366,7 @@ def test_a_stage_of_trees_scores_and_explains_without_vector_products() -> None:
     assert sum(why.ranker.values()) == pytest.approx(why.logit)
     assert sum(why.gate_parts.values()) == pytest.approx(why.match)
     again = load_model(json.dumps(s.to_json()), SecondStage.from_json)
-    assert again.product_weights is None and isinstance(again.ranker, TreeModel)
+    assert isinstance(again.ranker, TreeModel)
     assert again.score("cello", np.ones(DIMS), rows, [1, 0]).scores == scored.scores
 
 

@@ -196,16 +196,16 @@ FROM recall.held_rows(%(user_id)s, %(ids)s);
 -- name: search_scoped
 -- A large user's second-stage candidates in one call (migration 0021): their %(scope)s nearest
 -- memories (their own HNSW index when %(indexed)s, else exact), the keyword side over those, and
--- the details of the first %(near)s of them and of the best %(best)s by BM25 (their vectors when
--- %(vectors)s). One call that sets the row-level security key itself. The terms' idf as in
--- search_terms; its avgdl column is left out, as there.
+-- the details of the first %(near)s of them and of the best %(best)s by BM25 (not their vectors:
+-- the ranker reads none, decision 0027). One call that sets the row-level security key itself.
+-- The terms' idf as in search_terms; its avgdl column is left out, as there.
 SELECT part, near, id, bm25, matched, recall.bm25_idfs(term_df, memories) AS term_idf,
        recall.bm25_idf(0, memories) AS unheld_idf, memories, conversation_id, user_message,
        ai_response, created_at, metadata, kind, distance, embedding, doc_len, prev_id,
        prev_distance, next_id, next_distance
 FROM recall.search_scoped(
     %(user_id)s, %(query)s, %(scope)s, %(candidates)s, %(indexed)s, %(tsquery)s, %(words)s,
-    %(near)s, %(best)s, %(vectors)s
+    %(near)s, %(best)s, false
 );
 
 -- name: recent

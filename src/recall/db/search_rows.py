@@ -113,12 +113,11 @@ async def scoped_rows(
     keywords: KeywordQuery,
     near: int,
     best: int,
-    vectors: bool = True,
 ) -> list[tuple[Any, ...]]:
     """A large user's second-stage candidates in one call (migration 0021): their `scope`
     nearest memories (their own HNSW index, or exact), the keyword side over those, and the
-    details of the first `near` of them and of their best `best` by BM25 (with their vectors
-    when `vectors`), as tuples of `recall.rows.SCOPED_COLUMNS`."""
+    details of the first `near` of them and of their best `best` by BM25, as tuples of
+    `recall.rows.SCOPED_COLUMNS`."""
     params = {
         "user_id": user_id,
         "query": vector,
@@ -129,6 +128,5 @@ async def scoped_rows(
         "words": keywords.words,
         "near": near,
         "best": best,
-        "vectors": vectors,
     }
     return await fetch_tuples(conn, "search_scoped", params, SCOPED_COLUMNS, binary=True)

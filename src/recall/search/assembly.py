@@ -25,7 +25,6 @@ __all__ = [
     "pick",
     "split_scoped",
     "stored_vector",
-    "vector_of",
 ]
 
 Row = tuple[Any, ...]
@@ -65,11 +64,6 @@ def stored_vector(value: Any, dtype: Any = np.float64) -> np.ndarray[Any, Any]:
     """A stored vector as a numpy array of `dtype` (pgvector hands a `Vector` from a composite
     row or a column of no fixed dimension, a numpy array elsewhere)."""
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=dtype)
-
-
-def vector_of(row: CandidateRow) -> np.ndarray[Any, Any]:
-    """A candidate's stored vector as a float64 array (`stored_vector`)."""
-    return stored_vector(row.embedding)
 
 
 class KeywordSide:
@@ -135,7 +129,6 @@ def pick(
 def candidate(
     stored: Sequence[Any],
     distance: float,
-    embedding: Any,
     doc_len: int | None,
     own: Hit,
     prev_distance: float | None,
@@ -149,7 +142,7 @@ def candidate(
     ident, conversation_id, user_message, ai_response, created_at, metadata, kind = stored
     return CandidateRow(
         ident, conversation_id, user_message, ai_response, created_at, metadata, kind,
-        distance, own[1], embedding, doc_len or 0, list(own[2]), prev_distance,
+        distance, own[1], doc_len or 0, list(own[2]), prev_distance,
         list(before[2]), before[1], next_distance, list(after[2]), after[1], side.term_idf,
         side.unheld_idf, side.memories,
     )  # fmt: skip
@@ -162,11 +155,11 @@ def assemble(side: KeywordSide, details: Sequence[Row]) -> list[CandidateRow]:
     hits = side.hits
     out: list[CandidateRow] = []
     for d in details:
-        distance, embedding, doc_len, prev_id, prev_distance, next_id, next_distance = d[7:]
+        distance, _vector, doc_len, prev_id, prev_distance, next_id, next_distance = d[7:]
         before = hits.get(prev_id, NO_HIT) if prev_id is not None else NO_HIT
         after = hits.get(next_id, NO_HIT) if next_id is not None else NO_HIT
         out.append(
-            candidate(d[:7], distance, embedding, doc_len, hits.get(d[0], NO_HIT),
+            candidate(d[:7], distance, doc_len, hits.get(d[0], NO_HIT),
                       prev_distance, before, next_distance, after, side)
         )  # fmt: skip
     return out

@@ -7,8 +7,7 @@ The ranker's, computed from the candidates (`recall.rows.CandidateRow`) and the 
   of the query's idf it matches; the same for its conversation neighbours (the turn before and
   after it), since the answer often sits next to the turn that matches; how many candidates its
   conversation holds; whether the query asks "when" and the memory holds a date; its length and
-  recency; and, list-relative, its rank in each list and its gap to the best. `products` adds the
-  element-wise product of the query's and the memory's vectors: a learned similarity.
+  recency; and, list-relative, its rank in each list and its gap to the best.
 The per-query features the gate decides by are `recall.search.gate_features`'s.
 
 Nothing here reads a name or a speaker: silence may not rest on names (decision 0024).
@@ -25,11 +24,10 @@ from functools import lru_cache
 import numpy as np
 
 from recall.rows import CandidateRow
-from recall.search.assembly import vector_of
 from recall.search.bm25 import saturated
 from recall.search.echo import CACHED_TEXTS, is_question
 
-__all__ = ["COLUMN", "RANK_FEATURES", "QueryFacts", "products", "query_facts", "rank_features"]
+__all__ = ["COLUMN", "RANK_FEATURES", "QueryFacts", "query_facts", "rank_features"]
 
 RANK_FEATURES = (
     "cos",
@@ -301,12 +299,3 @@ def rank_features(
     x[:, col["cos_x_sess_idf"]] = cos * x[:, col["sess_idf"]]
     x[:, col["log_memories"]] = facts.log_memories
     return x
-
-
-def products(query: np.ndarray, rows: Sequence[CandidateRow]) -> np.ndarray:
-    """The element-wise product of the query's vector and each candidate's (one row each)."""
-    if not rows:
-        return np.zeros((0, len(query)))
-    stacked: np.ndarray = np.vstack([vector_of(r) for r in rows])
-    out: np.ndarray = stacked * query[None, :]
-    return out

@@ -104,7 +104,6 @@ class CandidateSource(Protocol):
         k: int,
         *,
         words: KeywordSide | None = None,
-        vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The best `k` by cosine and by BM25, with their details (the second stage's)."""
         ...

@@ -27,14 +27,11 @@ class Fitted(Protocol):
     @property
     def ranker(self) -> Model: ...
     @property
-    def product_weights(self) -> np.ndarray | None: ...
-    @property
     def gate(self) -> Model: ...
     @property
     def gate_offset(self) -> float: ...
 
 
-_PRODUCTS = "vectors"  # the name of the element-wise products' joint contribution
 _WHEN = "when"  # the name of the time the message names (recall.search.when)
 _FOLLOWED = "cosine order"  # what following cosine moved a logit by (follow_cosine)
 
@@ -42,7 +39,7 @@ _FOLLOWED = "cosine order"  # what following cosine moved a logit by (follow_cos
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """Why a memory scored what it did: the parts of its ranker logit and of the query's gate
-    logit, each by feature (`vectors` is the learned similarity of the two vectors).
+    logit, each by feature.
 
     Attributes:
         score: `SecondStage.score_of(gate, logit - best_logit)`.
@@ -103,7 +100,6 @@ class Scored:
     match: float
     intent: float
     _rank_x: np.ndarray
-    _products: np.ndarray
     _gate_x: np.ndarray
     _bonus: np.ndarray
     _followed: np.ndarray  # what following cosine moved each logit by (`follow_cosine`)
@@ -111,8 +107,6 @@ class Scored:
     def explain(self, stage: Fitted, index: int) -> Explanation:
         """The parts of candidate `index`'s score."""
         ranker = stage.ranker.contributions(self._rank_x[index])
-        if stage.product_weights is not None:
-            ranker[_PRODUCTS] = float(self._products[index] @ stage.product_weights)
         if isinstance(stage.ranker, LinearModel):
             ranker["intercept"] = stage.ranker.intercept
         if self._bonus[index]:

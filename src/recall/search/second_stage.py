@@ -48,7 +48,7 @@ import numpy as np
 from recall.errors import ConfigError
 from recall.rows import CandidateRow
 from recall.search.asking import AskingModel
-from recall.search.features import RANK_FEATURES, products, query_facts, rank_features
+from recall.search.features import RANK_FEATURES, query_facts, rank_features
 from recall.search.gate_features import GATE_FEATURES, gate_features
 from recall.search.linear import LinearModel
 from recall.search.rankers import Ask, CandidateSource, Gathered, Query, shipped_model
@@ -125,8 +125,6 @@ class SecondStage:
         embedding_model: the model whose cosines and vectors it was fitted on.
         candidates: how many memories each side (cosine, BM25) brings.
         ranker: orders the candidates (`RANK_FEATURES`): linear or trees.
-        product_weights: the ranker's weights of the query-memory vector products (a linear
-            ranker's learned similarity), or None when it has none.
         intent: the intent model's weights over the query's vector (decision 0024): a feature
             of the gate model, which was fitted with it.
         intent_intercept: its intercept.
@@ -145,7 +143,6 @@ class SecondStage:
     embedding_model: str
     candidates: int
     ranker: Model
-    product_weights: np.ndarray | None
     intent: np.ndarray
     intent_intercept: float
     gate: Model
@@ -169,13 +166,11 @@ class SecondStage:
 
     async def gather(self, source: CandidateSource, ask: Ask) -> Gathered[StageCandidates] | None:
         """The user's best `candidates` memories (at least the limit) by cosine and by BM25,
-        with the details it reads (`CandidateSource.for_query`); their vectors only when the
-        ranker reads their products with the query's. None: the user has none."""
+        with the details it reads (`CandidateSource.for_query`). None: the user has none."""
         k = max(self.candidates, ask.limit)
         rows, near = await source.for_query(
-            ask.user_id, ask.query.text, ask.vector, k, words=ask.words,
-            vectors=self.product_weights is not None,
-        )  # fmt: skip
+            ask.user_id, ask.query.text, ask.vector, k, words=ask.words
+        )
         if not rows:
             return None
         nearness = [cosine(r.distance) or 0.0 for r in rows]
@@ -212,12 +207,7 @@ class SecondStage:
         """
         facts = query_facts(query_text, rows)
         x = rank_features(facts, rows, vector_order, self.candidates)
-        if self.product_weights is None:
-            prod = np.zeros((len(rows), 0))
-            logits = self.ranker.logits(x)
-        else:
-            prod = products(query_vector, rows)
-            logits = self.ranker.logits(x) + (prod @ self.product_weights if len(rows) else 0.0)
+        logits = self.ranker.logits(x)
         # 0024's intent: a feature of the gate model, which was fitted with it
         asks = float(query_vector @ self.intent + self.intent_intercept)
         cosines = [1.0 - float(rows[i].distance) for i in vector_order]
@@ -237,7 +227,7 @@ class SecondStage:
         order = sorted(range(len(rows)), key=lambda i: -float(logits[i]))
         best = float(logits[order[0]]) if order else 0.0
         scores = [self.score_of(gate, float(z) - best) for z in logits]
-        return Scored(order, scores, np.asarray(logits), gate, match, asking, x, prod, gx, bonus,
+        return Scored(order, scores, np.asarray(logits), gate, match, asking, x, gx, bonus,
                       logits - own)  # fmt: skip
 
     def verdict(self, match: float, intent: float) -> float:
@@ -263,18 +253,15 @@ class SecondStage:
             ranker = _model_from_json(data["ranker"], RANK_FEATURES)
             gate = _model_from_json(data["gate"], GATE_FEATURES)
             dims = int(data["dimensions"])
-            raw = data["ranker"].get("products")
-            product_weights = None if raw is None else np.asarray(raw, dtype=np.float64)
+            if "products" in data["ranker"]:  # decision 0027: the ranker reads no vectors
+                raise ConfigError("a second stage with vector products is no longer read")
             intent = np.asarray(data["intent"]["weights"], dtype=np.float64)
-            if intent.shape != (dims,) or (
-                product_weights is not None and product_weights.shape != (dims,)
-            ):
+            if intent.shape != (dims,):
                 raise ConfigError("second-stage vector weights do not match its dimensions")
             return cls(
                 embedding_model=str(data["embedding_model"]),
                 candidates=int(data["candidates"]),
                 ranker=ranker,
-                product_weights=product_weights,
                 intent=intent,
                 intent_intercept=float(data["intent"]["intercept"]),
                 gate=gate,
@@ -291,14 +278,11 @@ class SecondStage:
 
     def to_json(self) -> dict[str, Any]:
         """The fitted stage as JSON data."""
-        ranker = self.ranker.to_json()
-        if self.product_weights is not None:
-            ranker["products"] = self.product_weights.tolist()
         return {
             "embedding_model": self.embedding_model,
             "dimensions": len(self.intent),
             "candidates": self.candidates,
-            "ranker": ranker,
+            "ranker": self.ranker.to_json(),
             "intent": {"weights": self.intent.tolist(), "intercept": self.intent_intercept},
             "gate": self.gate.to_json(),
             "gate_offset": self.gate_offset,

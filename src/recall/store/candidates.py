@@ -98,7 +98,6 @@ class Candidates:
         k: int,
         *,
         words: KeywordSide | None = None,
-        vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query: the user's best `k` memories by cosine
         (their plan: exact, or their own HNSW index) and by BM25 (over their `SCOPE` nearest
@@ -110,7 +109,6 @@ class Candidates:
         Args:
             words: the keyword side (`keyword_side`: over all the user's memories), when
                 `search` fetched it while the query was being embedded.
-            vectors: fetch the candidates' vectors (`CandidateRow.embedding`; None without).
 
         Raises:
             StoreError.
@@ -118,13 +116,13 @@ class Candidates:
         plan = await self.plan_of(user_id)
         if plan.memories > SCOPE_FROM:  # BM25 over the nearest, in one call (migration 0021)
             terms, details, nearest = await self._scoped(
-                user_id, query_vector, plan, keywords_from_text(query_text), k, vectors
+                user_id, query_vector, plan, keywords_from_text(query_text), k
             )
             side = KeywordSide(terms)
         else:
             if words is None:  # the query's words parsed here only when not built beside
                 words = await self.keyword_side(user_id, keywords_from_text(query_text))
-            return await self._held_candidates(user_id, query_vector, k, words, vectors)
+            return await self._held_candidates(user_id, query_vector, k, words)
         rows = assemble(side, _pick(side, details, nearest, k))
         position = {r.id: i for i, r in enumerate(rows)}
         return rows, [position[i] for i in nearest if i in position]
@@ -136,7 +134,6 @@ class Candidates:
         plan: Plan,
         keywords: KeywordQuery,
         k: int,
-        vectors: bool = True,
     ) -> tuple[list[Row], list[Row], list[UUID]]:
         """A large user's keyword side, the candidates' details and their first `k` nearest
         memories (ids), from one call (`recall.search_scoped`)."""
@@ -151,7 +148,6 @@ class Candidates:
                 keywords=keywords,
                 near=k,
                 best=k,
-                vectors=vectors,
             )
         terms, details, nearest = split_scoped(rows)
         return terms, details, nearest[:k]
@@ -183,7 +179,7 @@ class Candidates:
         return side
 
     async def _held_candidates(
-        self, user_id: str, vector: Vector, k: int, side: KeywordSide, vectors: bool
+        self, user_id: str, vector: Vector, k: int, side: KeywordSide
     ) -> tuple[list[CandidateRow], list[int]]:
         """`for_query`'s candidates from the user's held memories (`held_search.candidates`):
         as `keyword_side` left them (`HeldRows.take`), else read now (dropped meanwhile, or held
@@ -193,7 +189,7 @@ class Candidates:
             async with self.core.conn("search", read=True, reader=user_id) as conn:
                 held, _state = await self.core.held.sync(conn, user_id, again=held is not None)
         try:
-            return held_search.candidates(held, vector, k, side, vectors)
+            return held_search.candidates(held, vector, k, side)
         except ValueError as exc:  # as the database would refuse to compare them
             raise StoreError(f"search failed: {exc}") from exc
 

@@ -102,13 +102,13 @@ class _HeldHits(Mapping[UUID, Hit]):
 
 
 def candidates(
-    held: HeldUser, vector: Vector, k: int, side: KeywordSide, vectors: bool
+    held: HeldUser, vector: Vector, k: int, side: KeywordSide
 ) -> tuple[list[CandidateRow], list[int]]:
     """The second stage's candidates over `held`'s rows, as the database's rows make them: the
     `k` nearest memories that hold a statement (exact; ties to the newer memory, then by content
     hash) and the keyword side's best `k` by BM25 of those held, leaving out a row not judged
     yet that holds nothing, in the order of their distance to `vector`, each with its and its
-    neighbours' distances and hits (their vectors when `vectors`); and the nearest as indexes
+    neighbours' distances and hits; and the nearest as indexes
     into them, nearest first.
 
     Raises:
@@ -135,7 +135,7 @@ def candidates(
     chosen_at = pick(nothing, lambda n: hit(order[n]), [at[i] for i in nearest], k)
     picked = [order[n] for n in chosen_at]
     near = distance.tolist()
-    out = [_candidate(held, i, near, hit, side, vectors) for i in picked]
+    out = [_candidate(held, i, near, hit, side) for i in picked]
     position = {i: n for n, i in enumerate(picked)}
     return out, [position[i] for i in nearest if i in position]
 
@@ -157,13 +157,12 @@ def _candidate(
     near: list[float],
     hit: Callable[[int], Hit | None],
     side: KeywordSide,
-    vectors: bool,
 ) -> CandidateRow:
     r = held.rows[i]
     b, a = held.before[i], held.after[i]
     return candidate(
         (r[_ID], r[_CONVERSATION], r[_USER], r[_AI], r[_CREATED], _judged(held, i)[0], r[_KIND]),
-        near[i], held.matrix[i] if vectors else None, r[_LENGTH], hit(i) or NO_HIT,
+        near[i], r[_LENGTH], hit(i) or NO_HIT,
         near[b] if b >= 0 else None, (hit(b) or NO_HIT) if b >= 0 else NO_HIT,
         near[a] if a >= 0 else None, (hit(a) or NO_HIT) if a >= 0 else NO_HIT, side,
     )  # fmt: skip

@@ -218,12 +218,10 @@ class MemoryStore:
         k: int,
         *,
         words: KeywordSide | None = None,
-        vectors: bool = True,
     ) -> tuple[list[CandidateRow], list[int]]:
         """The second stage's candidates for a query and the vector side's order as indexes
         into them (`Candidates.for_query`): what is fitted is what is served."""
-        return await self._candidates.for_query(user_id, query_text, query_vector, k,
-                                                words=words, vectors=vectors)  # fmt: skip
+        return await self._candidates.for_query(user_id, query_text, query_vector, k, words=words)
 
     async def search(
         self,
