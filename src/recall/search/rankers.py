@@ -163,16 +163,6 @@ class Ranker(Protocol[C]):
     brings the candidates it reads (`gather`)."""
 
     @property
-    def kind(self) -> str:
-        """The model's kind: the folder of `models/` its files live in."""
-        ...
-
-    @property
-    def source(self) -> Mapping[str, Any]:
-        """How the model was fitted (command, data, commit, date), for the record."""
-        ...
-
-    @property
     def early_terms(self) -> bool:
         """Whether its candidates start from the keyword side's terms
         (`recall.search_terms`), which need no vector: the store may then build that side while
@@ -185,10 +175,6 @@ class Ranker(Protocol[C]):
 
     def rank(self, query: Query, candidates: C) -> Ranking:
         """Score `candidates` for `query`."""
-        ...
-
-    def to_json(self) -> dict[str, Any]:
-        """The model as JSON data, the format of its file."""
         ...
 
 

@@ -27,7 +27,6 @@ __all__ = [
     "SCOPE",
     "SCOPE_FROM",
     "Candidates",
-    "answered",
     "holds_nothing_row",
 ]
 
@@ -48,11 +47,6 @@ def holds_nothing_row(row: MemoryRow) -> bool:
     (`recall.search.judging`), which the searches' SQL already reads, or, for a row stored
     before it and not judged yet, judged now."""
     return holds_nothing(row.user_message, row.ai_response, row.metadata, row.kind)
-
-
-def answered(rows: list[MemoryRow]) -> list[MemoryRow]:
-    """The rows that hold something (`holds_nothing_row`)."""
-    return [r for r in rows if not holds_nothing_row(r)]
 
 
 # what a detail row's judgement reads (`holds_nothing`'s arguments, in order)
@@ -78,7 +72,7 @@ def _pick(side: KeywordSide, details: list[Row], near: list[UUID], k: int) -> li
 class Candidates:
     """The plan per user and the candidate rows of each mode: the second stage's
     (`for_query`: the candidates' details from the user's held memories, `recall.store.held`),
-    the vector side (`vector_search`) and the keyword side by BM25 (`bm25_rows`,
+    the vector side (`nearest`) and the keyword side by BM25 (`best_by_words`,
     `keyword_side`).
 
     Args:
@@ -194,9 +188,6 @@ class Candidates:
             raise StoreError(f"search failed: {exc}") from exc
 
     async def _plan(self, conn: AsyncConnection[Any], user_id: str) -> Plan:
-        cached = self.core.plans.get(user_id)
-        if cached is not None:
-            return cached
         row = await user_plan(conn, user_id)
         plan = Plan(0, None) if row is None else Plan(int(row.memory_count), row.hnsw_index)
         self.core.plans[user_id] = plan
@@ -204,64 +195,40 @@ class Candidates:
             self.maintenance.schedule_index(user_id)
         return plan
 
-    async def vector_search(
-        self, uid: str, vector: Vector, limit: int, max_distance: float
-    ) -> list[MemoryRow]:
-        """The user's `limit` nearest memories within `max_distance` (cosine distance),
-        through their plan: exact, or their own HNSW index."""
-        plan = self.core.plans.get(uid)
-        if plan is not None:
-            # A user whose plan is known: recall.search_exact and recall.search_indexed set
-            # the row-level security key themselves (migrations 0005, 0010), so no
-            # transaction: one round trip.
-            async with self.core.conn("search", read=True, reader=uid) as conn:
-                return await self._vector_rows(
-                    conn, uid, vector, limit, max_distance, plan.hnsw_index
-                )
-        async with self.core.conn("search", read=True, user=uid) as conn:
-            plan = await self._plan(conn, uid)
-            return await self._vector_rows(conn, uid, vector, limit, max_distance, plan.hnsw_index)
-
-    async def _vector_rows(
-        self,
-        conn: AsyncConnection[Any],
-        uid: str,
-        vector: Vector,
-        limit: int,
-        max_distance: float,
-        index: str | None,
-    ) -> list[MemoryRow]:
-        return await vector_rows(
-            conn,
-            user_id=uid,
-            vector=vector,
-            limit=limit,
-            max_distance=max_distance,
-            index=index,
-            ef_search=self.core.settings.hnsw_ef_search,
-        )
-
     async def nearest(
         self, user_id: str, vector: Vector, k: int, max_distance: float = 2.0
     ) -> list[MemoryRow]:
-        """The user's `k` nearest memories by cosine within `max_distance` (2: any), of those
-        that hold something (a ranker's `CandidateSource`, and semantic mode's rows)."""
-        return answered(await self.vector_search(user_id, vector, k, max_distance))
+        """The user's `k` nearest memories by cosine within `max_distance` (2: any), through
+        their plan (exact, or their own HNSW index), of those that hold something (a ranker's
+        `CandidateSource`, and semantic mode's rows)."""
+        plan = self.core.plans.get(user_id)
+        # a known plan: recall.search_exact and recall.search_indexed set the row-level
+        # security key themselves (migrations 0005, 0010), so no transaction: one round trip
+        known = plan is not None
+        async with self.core.conn(
+            "search", read=True, reader=user_id, user=None if known else user_id
+        ) as conn:
+            if plan is None:
+                plan = await self._plan(conn, user_id)
+            rows = await vector_rows(
+                conn,
+                user_id=user_id,
+                vector=vector,
+                limit=k,
+                max_distance=max_distance,
+                index=plan.hnsw_index,
+                ef_search=self.core.settings.hnsw_ef_search,
+            )
+        return [r for r in rows if not holds_nothing_row(r)]
 
     async def best_by_words(
         self, user_id: str, text: str, vector: Vector, k: int
     ) -> list[MemoryRow]:
         """The user's best `k` memories by BM25 for the words of `text`, each with its cosine
-        to `vector`, of those that hold something (a ranker's `CandidateSource`, and keyword
-        mode's rows)."""
-        return answered(await self.bm25_rows(user_id, text, vector, k))
-
-    async def bm25_rows(self, uid: str, text: str, vector: Vector, limit: int) -> list[MemoryRow]:
-        """The user's best `limit` memories by BM25 for the words of `text`, each with its
-        cosine to `vector` (`recall.search_keyword`)."""
-        keywords = keywords_from_text(text)
-        # recall.search_keyword sets the row-level security key itself: no transaction
-        async with self.core.conn("search", read=True, reader=uid) as conn:
-            return await keyword_rows(
-                conn, user_id=uid, keywords=keywords, vector=vector, limit=limit
+        to `vector` (`recall.search_keyword`, which sets the row-level security key itself),
+        of those that hold something (a ranker's `CandidateSource`, and keyword mode's rows)."""
+        async with self.core.conn("search", read=True, reader=user_id) as conn:
+            rows = await keyword_rows(
+                conn, user_id=user_id, keywords=keywords_from_text(text), vector=vector, limit=k
             )
+        return [r for r in rows if not holds_nothing_row(r)]
