@@ -22,113 +22,24 @@ facts (restatement) and conversations (LoCoMo), 95%.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
-from harness import corpus
 from harness.bootstrap import shown
-from harness.distil_corpus import CONTROL_REPLY, stored
-from harness.factusers import fact_users
-from harness.heldout import DATA
+from harness.distil_cases import (
+    Case,
+    Scores,
+    blended,
+    by_rank,
+    fact_cases,
+    hit_at,
+    locomo_cases,
+    restatement_cases,
+)
 from harness.report import git_revision, machine, publish
 from harness.run import parser, run
-from harness.teachers import TEACHERS
-from harness.vectorcache import key, saved
 
 BLENDS = (0.0, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0)  # w, bge-small's weight: 1.0 is bge alone
-
-
-@dataclass(frozen=True, slots=True)
-class Case:
-    """One question: its group (user, fact or conversation), text, candidates and the places
-    of its hits among them."""
-
-    group: str
-    question: str
-    docs: tuple[str, ...]
-    hits: frozenset[int]
-
-
-def fact_cases() -> list[Case]:
-    """The fit and measure fact users' questions over their threads."""
-    out = []
-    for user in (u for u in fact_users() if u.split != "fresh"):
-        docs = tuple(stored(t.user, t.assistant) for t in user.thread)
-        for q in user.questions:
-            place = next(i for i, t in enumerate(user.thread) if t.fact == q.fact)
-            out.append(Case(user.name, q.text, docs, frozenset({place})))
-    return out
-
-
-def restatement_cases() -> list[Case]:
-    """The first restatement probe's control user: each fact's two questions."""
-    facts = json.loads((DATA / "restatement_probe.json").read_text())["facts"]
-    docs = tuple(stored(f["said"], CONTROL_REPLY) for f in facts)
-    return [
-        Case(f["key"], q, docs, frozenset({i})) for i, f in enumerate(facts) for q in f["asked"]
-    ]
-
-
-def locomo_cases() -> list[Case]:
-    """LoCoMo dev's questions over their conversation's pairs."""
-    data = corpus.load()
-    by_user: dict[str, list[int]] = {}
-    for i, t in enumerate(data.turns):
-        by_user.setdefault(t["user_id"], []).append(i)
-    out = []
-    for user, question, _category, evidence in data.questions:
-        own = by_user[user]
-        docs = tuple(
-            stored(data.turns[i]["user_message"], data.turns[i]["ai_response"]) for i in own
-        )
-        out.append(
-            Case(user, question, docs, frozenset(n for n, i in enumerate(own) if i in evidence))
-        )
-    return out
-
-
-class Scores:
-    """Each teacher's cosines for a case, from its kept vectors."""
-
-    def __init__(self) -> None:
-        self.bge = saved(TEACHERS / "bge-vectors.npz")
-        self.mpnet = saved(TEACHERS / "mpnet-vectors.npz")
-
-    def cosines(self, case: Case) -> tuple[np.ndarray, np.ndarray]:
-        """(bge-small's, mpnet's) cosines of the case's candidates to its question."""
-        b = (
-            np.stack([self.bge[key("doc", d)] for d in case.docs])
-            @ self.bge[key("query", case.question)]
-        )
-        m = (
-            np.stack([self.mpnet[key("doc", d)] for d in case.docs])
-            @ self.mpnet[key("doc", case.question)]
-        )
-        return b, m
-
-
-def _z(x: np.ndarray) -> np.ndarray:
-    spread = float(x.std()) or 1.0
-    out: np.ndarray = (x - x.mean()) / spread
-    return out
-
-
-def blended(w: float) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """A blend's scores from the two models' cosines."""
-    return lambda b, m: w * _z(b) + (1 - w) * _z(m)
-
-
-def by_rank(b: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """The two models' ranks averaged (higher is better)."""
-    return -(np.argsort(np.argsort(-b)) + np.argsort(np.argsort(-m))).astype(float)
-
-
-def hit_at(scores: np.ndarray, hits: frozenset[int], k: int) -> float:
-    """Whether a hit is among the `k` best (ties to the earlier candidate)."""
-    best = np.argsort(-scores, kind="stable")[:k]
-    return float(any(int(i) in hits for i in best))
 
 
 def main() -> None:

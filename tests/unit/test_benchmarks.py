@@ -56,7 +56,8 @@ def _imported_from(tree: ast.Module) -> dict[str, set[str]]:
 
 def test_the_suite_is_the_scripts_that_remain() -> None:
     assert [p.stem for p in SCRIPTS] == [
-        "basestore", "consolidation", "default_parts", "default_path", "embedding", "fact_probe",
+        "basestore", "consolidation", "default_parts", "default_path", "distil_student",
+        "embedding", "fact_probe",
         "first_run", "fit_intent", "fit_second_stage", "gate_dump", "gate_rule",
         "knowledge_update", "latency", "load", "locomo", "probe", "realmem",
         "replica", "restatement_probe", "same_results", "scale_out", "store_breadth",

@@ -53,7 +53,7 @@ def test_a_teachers_key_reads_the_kind_only_where_the_teacher_does(
 ) -> None:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     sys.modules.pop("teacher_vectors", None)
-    from teacher_vectors import teacher_key  # noqa: PLC0415  # a script, on the path above
+    from teacher_vectors import teacher_key  # a script, on the path above
 
     text = "What car do I drive?"
     assert teacher_key("bge", "query", text) != teacher_key("bge", "doc", text)

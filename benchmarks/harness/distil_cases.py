@@ -1,0 +1,114 @@
+"""Issue 57's cases: a question, its candidates (the memories its user holds, as the store
+embeds them) and which of them answer it, by family; each teacher's cosines over a case from the
+vectors `teacher_vectors.py` kept; and a hit among the best k. What `teacher_probe.py` chooses
+the teacher on and `distil_student.py` trains and measures on."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import corpus
+from .distil_corpus import CONTROL_REPLY, stored
+from .factusers import Split, fact_users
+from .heldout import DATA
+from .teachers import TEACHERS
+from .vectorcache import key, saved
+
+TEACHER_W = 0.6  # bge-small's weight in the teacher (decision 0061)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One question: its group (user, fact or conversation), text, candidates and the places
+    of its hits among them."""
+
+    group: str
+    question: str
+    docs: tuple[str, ...]
+    hits: frozenset[int]
+
+
+def fact_cases(splits: tuple[Split, ...] = ("fit", "measure")) -> list[Case]:
+    """The fact users' questions over their threads: the fit and measure users' by default
+    (the fresh ones are the student's report)."""
+    out = []
+    for user in (u for u in fact_users() if u.split in splits):
+        docs = tuple(stored(t.user, t.assistant) for t in user.thread)
+        for q in user.questions:
+            place = next(i for i, t in enumerate(user.thread) if t.fact == q.fact)
+            out.append(Case(user.name, q.text, docs, frozenset({place})))
+    return out
+
+
+def restatement_cases(name: str = "restatement_probe.json") -> list[Case]:
+    """A restatement probe's control user (the first probe's by default; the fresh one is the
+    student's report): each fact's two questions."""
+    facts = json.loads((DATA / name).read_text())["facts"]
+    docs = tuple(stored(f["said"], CONTROL_REPLY) for f in facts)
+    return [
+        Case(f["key"], q, docs, frozenset({i})) for i, f in enumerate(facts) for q in f["asked"]
+    ]
+
+
+def locomo_cases() -> list[Case]:
+    """LoCoMo dev's questions over their conversation's pairs."""
+    data = corpus.load()
+    by_user: dict[str, list[int]] = {}
+    for i, t in enumerate(data.turns):
+        by_user.setdefault(t["user_id"], []).append(i)
+    out = []
+    for user, question, _category, evidence in data.questions:
+        own = by_user[user]
+        docs = tuple(
+            stored(data.turns[i]["user_message"], data.turns[i]["ai_response"]) for i in own
+        )
+        out.append(
+            Case(user, question, docs, frozenset(n for n, i in enumerate(own) if i in evidence))
+        )
+    return out
+
+
+class Scores:
+    """Each teacher's cosines for a case, from its kept vectors."""
+
+    def __init__(self) -> None:
+        self.bge = saved(TEACHERS / "bge-vectors.npz")
+        self.mpnet = saved(TEACHERS / "mpnet-vectors.npz")
+
+    def cosines(self, case: Case) -> tuple[np.ndarray, np.ndarray]:
+        """(bge-small's, mpnet's) cosines of the case's candidates to its question."""
+        b = (
+            np.stack([self.bge[key("doc", d)] for d in case.docs])
+            @ self.bge[key("query", case.question)]
+        )
+        m = (
+            np.stack([self.mpnet[key("doc", d)] for d in case.docs])
+            @ self.mpnet[key("doc", case.question)]
+        )
+        return b, m
+
+
+def _z(x: np.ndarray) -> np.ndarray:
+    spread = float(x.std()) or 1.0
+    out: np.ndarray = (x - x.mean()) / spread
+    return out
+
+
+def blended(w: float = TEACHER_W) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """A blend's scores from the two models' cosines."""
+    return lambda b, m: w * _z(b) + (1 - w) * _z(m)
+
+
+def by_rank(b: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """The two models' ranks averaged (higher is better)."""
+    return -(np.argsort(np.argsort(-b)) + np.argsort(np.argsort(-m))).astype(float)
+
+
+def hit_at(scores: np.ndarray, hits: frozenset[int], k: int) -> float:
+    """Whether a hit is among the `k` best (ties to the earlier candidate)."""
+    best = np.argsort(-scores, kind="stable")[:k]
+    return float(any(int(i) in hits for i in best))
