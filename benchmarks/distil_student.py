@@ -11,7 +11,9 @@ its `--candidates` memories (the half the teacher ranks highest, the rest drawn 
 memories), each text cut at `--tokens` tokens; the loss is the KL divergence from the
 teacher's softmax over the list (its blended z-scores over `--teacher-temperature`) to the
 student's (its cosines over `--temperature`).
-AdamW, `--lr` with a linear warm-up over a tenth of the steps and a linear decay, gradients
+The forward pass runs in bfloat16 (torch's CPU autocast, `--no-bf16`: fp32), the weights and
+their updates in fp32: about twice as fast on these cores (AVX-512 BF16). AdamW, `--lr` with a
+linear warm-up over a tenth of the steps and a linear decay, gradients
 clipped at 1.0, seeded. No labels are read: a case's hits only measure.
 
 Families: facts (the fit and measure fact users; the fresh ones are never read here),
@@ -97,8 +99,11 @@ def train(
                        int(args.candidates), rng)  # fmt: skip
         docs = sorted({c.docs[j] for c, picked, _t in lists for j in picked})
         place = {d: n for n, d in enumerate(docs)}
-        q = student.encode([c.question for c, _p, _t in lists], queries=True, tokens=args.tokens)
-        d = student.encode(docs, tokens=args.tokens)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(args.bf16)):
+            q = student.encode([c.question for c, _p, _t in lists], queries=True,
+                               tokens=args.tokens)  # fmt: skip
+            d = student.encode(docs, tokens=args.tokens)
+        q, d = q.float(), d.float()
         loss: Any = 0.0
         for row, (case, picked, target) in enumerate(lists):
             cos = d[[place[case.docs[j]] for j in picked]] @ q[row]
@@ -138,12 +143,18 @@ def main() -> None:
     cli.add_argument("--hold-out", choices=sorted(FAMILIES), required=True)
     cli.add_argument("--steps", type=int, default=200)
     cli.add_argument("--batch", type=int, default=8)
-    cli.add_argument("--candidates", type=int, default=16)
+    cli.add_argument("--candidates", type=int, default=8)
     cli.add_argument("--lr", type=float, default=2e-5)
     cli.add_argument("--temperature", type=float, default=0.05)
     cli.add_argument("--teacher-temperature", type=float, default=0.5)
     cli.add_argument("--seed", type=int, default=57)
     cli.add_argument("--tokens", type=int, default=128, help="tokens of a text read in training")
+    cli.add_argument(
+        "--bf16",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the forward pass in bfloat16 (torch's CPU autocast; the weights stay fp32)",
+    )
     args = cli.parse_args()
     revision = git_revision()
     scores = Scores()
@@ -173,7 +184,8 @@ def main() -> None:
     body = "\n".join([
         f"## Issue 57's student, {args.hold_out} held out",
         f"`python benchmarks/distil_student.py --hold-out {args.hold_out} --steps {args.steps} "
-        f"--batch {args.batch} --candidates {args.candidates} --tokens {args.tokens} --lr "
+        f"--batch {args.batch} --candidates {args.candidates} --tokens {args.tokens}"
+        f"{'' if args.bf16 else ' --no-bf16'} --lr "
         f"{args.lr:g} --temperature {args.temperature:g} --teacher-temperature "
         f"{args.teacher_temperature:g} --seed {args.seed}` on {machine()}, commit {revision}. "
         f"Trained on {len(training)} questions "
