@@ -49,6 +49,11 @@ def holds_nothing_row(row: MemoryRow) -> bool:
     return holds_nothing(row.user_message, row.ai_response, row.metadata, row.kind)
 
 
+def _answered(rows: list[MemoryRow]) -> list[MemoryRow]:
+    """The rows that hold something (`holds_nothing_row`)."""
+    return [r for r in rows if not holds_nothing_row(r)]
+
+
 # what a detail row's judgement reads (`holds_nothing`'s arguments, in order)
 _JUDGED = operator.itemgetter(
     *(DETAIL_COLUMNS.index(c) for c in ("user_message", "ai_response", "metadata", "kind"))
@@ -204,9 +209,8 @@ class Candidates:
         plan = self.core.plans.get(user_id)
         # a known plan: recall.search_exact and recall.search_indexed set the row-level
         # security key themselves (migrations 0005, 0010), so no transaction: one round trip
-        known = plan is not None
         async with self.core.conn(
-            "search", read=True, reader=user_id, user=None if known else user_id
+            "search", read=True, reader=user_id, user=None if plan is not None else user_id
         ) as conn:
             if plan is None:
                 plan = await self._plan(conn, user_id)
@@ -219,7 +223,7 @@ class Candidates:
                 index=plan.hnsw_index,
                 ef_search=self.core.settings.hnsw_ef_search,
             )
-        return [r for r in rows if not holds_nothing_row(r)]
+        return _answered(rows)
 
     async def best_by_words(
         self, user_id: str, text: str, vector: Vector, k: int
@@ -231,4 +235,4 @@ class Candidates:
             rows = await keyword_rows(
                 conn, user_id=user_id, keywords=keywords_from_text(text), vector=vector, limit=k
             )
-        return [r for r in rows if not holds_nothing_row(r)]
+        return _answered(rows)
