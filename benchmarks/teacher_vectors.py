@@ -11,8 +11,9 @@ measures read scores instead of running the teachers again.
   is used, `mpnet-vectors.npz`, keys `doc:<sha1>`.
 
 Families are embedded smallest first (LongMemEval's 42,841 long turns last). Vectors are written
-after every chunk, so a stopped run resumes where it stopped. Prints what it embedded and how
-fast; writes nothing to docs/.
+after every chunk (`harness.vectorcache`), so a stopped run resumes where it stopped. Writes
+docs/benchmarks.md's section "teacher-vectors": each family's texts, those embedded by the run,
+and how fast.
 """
 
 from __future__ import annotations
@@ -20,16 +21,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
 from harness.distil_corpus import FAMILIES
 from harness.report import git_revision, machine, publish
 from harness.run import parser, run
 from harness.teachers import TEACHERS, Mpnet, mpnet_folder
-from harness.vectorcache import Kind, key, save, saved
+from harness.vectorcache import Kind, embed_missing, key, saved
 
 from recall.embeddings import BgeSmallEmbeddings, Embedder
 
-CHUNK = 256  # texts embedded between two writes of a teacher's file
 TEACHER_NAMES = ("bge", "mpnet")
 
 
@@ -38,25 +37,25 @@ def vectors_path(teacher: str, root: Path = TEACHERS) -> Path:
     return root / f"{teacher}-vectors.npz"
 
 
+def teacher_kind(teacher: str, kind: Kind) -> Kind:
+    """How `teacher` embeds a text used as `kind`: by kind for bge (a query has the instruction
+    before it), always as a document for mpnet (it has none)."""
+    return kind if teacher == "bge" else "doc"
+
+
 def teacher_key(teacher: str, kind: Kind, text: str) -> str:
-    """A text's key in `teacher`'s table: by kind for bge (a query has the instruction before
-    it), by text alone for mpnet (it has none)."""
-    return key(kind if teacher == "bge" else "doc", text)
-
-
-async def _embed_bge(embedder: Embedder, texts: list[str], kind: Kind) -> np.ndarray:
-    if kind == "query":
-        return np.asarray([await embedder.embed_query(t) for t in texts], np.float32)
-    return np.asarray(await embedder.embed_documents(texts), np.float32)
+    """A text's key in `teacher`'s table."""
+    return key(teacher_kind(teacher, kind), text)
 
 
 async def fill(teacher: str, families: list[str]) -> list[tuple[str, str, int, int, float]]:
-    """Embed with `teacher` every text of `families` its table lacks, chunk by chunk; (family,
-    kind, texts, newly embedded, texts a second) for each."""
+    """Embed with `teacher` every text of `families` its table lacks
+    (`harness.vectorcache.embed_missing`: the file written after each chunk); (family, kind,
+    texts, newly embedded, texts a second) for each."""
     path = vectors_path(teacher)
     table = saved(path)
-    encoder = Mpnet(mpnet_folder()) if teacher == "mpnet" else None
-    embedder = Embedder(BgeSmallEmbeddings(), cache_ttl=0) if teacher == "bge" else None
+    model = Mpnet(mpnet_folder()) if teacher == "mpnet" else BgeSmallEmbeddings()
+    embedder = Embedder(model, name=teacher, cache_ttl=0)
     rows: list[tuple[str, str, int, int, float]] = []
     for family in families:
         texts = FAMILIES[family]()
@@ -65,20 +64,10 @@ async def fill(teacher: str, families: list[str]) -> list[tuple[str, str, int, i
             ("query", texts.queries),
         )
         for kind, items in sides:
-            todo = [t for t in items if teacher_key(teacher, kind, t) not in table]
-            started, done = time.perf_counter(), 0
-            for start in range(0, len(todo), CHUNK):
-                part = todo[start : start + CHUNK]
-                if encoder is not None:
-                    got = encoder.encode(part)
-                else:
-                    assert embedder is not None
-                    got = await _embed_bge(embedder, part, kind)
-                for text, vec in zip(part, got, strict=True):
-                    table[teacher_key(teacher, kind, text)] = vec
-                save(table, path)
-                done += len(part)
-                print(f"{teacher} {family} ({kind}): {done} of {len(todo)} new", flush=True)
+            done = sum(teacher_key(teacher, kind, t) not in table for t in items)
+            started = time.perf_counter()
+            await embed_missing(embedder, items, teacher_kind(teacher, kind), table, path,
+                                f"{teacher} {family}")  # fmt: skip
             rate = done / (time.perf_counter() - started) if done else 0.0
             rows.append((family, kind, len(items), done, rate))
     return rows

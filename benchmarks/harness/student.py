@@ -12,19 +12,14 @@ Needs torch (2.13.0, the CPU build) and transformers (the `minilm` extra).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from recall.embeddings.bge import QUERY_INSTRUCTION
+from recall.embeddings.bge import QUERY_INSTRUCTION, packaged_model_files
 
-BGE_DIR = (
-    Path(__file__).resolve().parents[2] / "src/recall/embeddings/models/bge-small-en-v1.5-int8"
-)
-BGE_ONNX = BGE_DIR / "model_quantized.onnx"
 TOKENS = 512  # the shipped embedder's cut
 
 
@@ -48,10 +43,11 @@ def _bias_after(start: str, consumers: dict[str, list[Any]], inits: dict[str, An
     raise ValueError(f"no bias after {start}")
 
 
-def fp32_weights(path: Path = BGE_ONNX) -> dict[str, np.ndarray]:
-    """The model's weights in fp32 by their `transformers.BertModel` names (a linear layer's
-    weight as torch holds it: output rows)."""
-    graph = onnx.load(str(path)).graph
+def fp32_weights() -> dict[str, np.ndarray]:
+    """The packaged model's weights (`recall.embeddings.bge.packaged_model_files`) in fp32 by
+    their `transformers.BertModel` names (a linear layer's weight as torch holds it: output
+    rows)."""
+    graph = onnx.load_from_string(packaged_model_files()[0].read_bytes()).graph
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     consumers = _consumers(graph)
     out: dict[str, np.ndarray] = {}
@@ -99,8 +95,7 @@ class Student:
         if unused or unexpected:
             raise ValueError(f"weights do not fit: missing {unused}, unexpected {unexpected}")
         self.model: Any = model.eval()
-        self.tokenizer: Any = Tokenizer.from_file(str(BGE_DIR / "tokenizer.json"))
-        self.tokenizer.enable_truncation(TOKENS)
+        self.tokenizer: Any = Tokenizer.from_str(packaged_model_files()[1].read_text("utf-8"))
 
     def encode(self, texts: Sequence[str], *, queries: bool = False, tokens: int = TOKENS) -> Any:
         """The texts' unit vectors, one row each (a torch tensor), the instruction before each

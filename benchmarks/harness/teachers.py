@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 
 from recall.embeddings.embedder import file_sha256
 
@@ -77,9 +78,11 @@ def mpnet_folder(root: Path = TEACHERS) -> Path:
     return folder
 
 
-class Mpnet:
+class Mpnet(Embeddings):
     """all-mpnet-base-v2 as sentence-transformers encodes with it: mean pooling over the
-    tokens of each text (at most `tokens`), L2-normalised, float32.
+    tokens of each text (at most `tokens`), L2-normalised, float32; a LangChain `Embeddings`
+    (no instruction: a query is encoded as a document), so `recall.embeddings.Embedder` and the
+    benchmarks' vector tables take it as they take the store's model.
 
     Args:
         folder: `mpnet_folder()`'s folder.
@@ -113,3 +116,12 @@ class Mpnet:
                 pooled = self._torch.nn.functional.normalize(pooled, dim=1)
                 out[rows] = pooled.numpy()
         return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Each text's vector (`encode`)."""
+        vectors: list[list[float]] = self.encode(texts).tolist()
+        return vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        """The text's vector, as a document's."""
+        return self.embed_documents([text])[0]
