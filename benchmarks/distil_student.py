@@ -5,6 +5,7 @@ to 0.4), on every family but `--hold-out`; then that family measured by cosine a
 student against the untrained rebuild, question by question.
 
     python benchmarks/distil_student.py --hold-out locomo [--steps 200] [--batch 8]
+    python benchmarks/distil_student.py --hold-out none --steps 300   # the student to ship
 
 Training: each step draws `--batch` questions of the training families; each question's list is
 its `--candidates` memories (the half the teacher ranks highest, the rest drawn from its other
@@ -38,8 +39,12 @@ from harness.distil_cases import (
     Scores,
     blended,
     fact_cases,
+    gate_user_cases,
     hit_at,
+    intent_cases,
     locomo_cases,
+    locomo_turn_cases,
+    realmem_turn_cases,
     restatement_cases,
 )
 from harness.report import ROOT, git_revision, machine, publish
@@ -52,6 +57,14 @@ FAMILIES: dict[str, tuple[Callable[[], list[Case]], int]] = {
     "locomo": (locomo_cases, 5),
 }
 """Each family's cases and the k of its headline figure (top-1, or any@5)."""
+TURNS: dict[str, Callable[[], list[Case]]] = {
+    "locomo": locomo_turn_cases,
+    "realmem": realmem_turn_cases,
+    "gate": gate_user_cases,
+    "intent": intent_cases,
+}
+"""`--corpus turns`: unlabelled cases added to the training, by the family they come from (left
+out with it)."""
 STUDENTS = ROOT / ".recall" / "students"
 
 
@@ -126,6 +139,8 @@ def train(
 def cosines(student: Student, cases: Sequence[Case]) -> list[np.ndarray]:
     """The student's cosines over each case's candidates."""
     torch = student.torch
+    if not cases:
+        return []
     docs = sorted({d for c in cases for d in c.docs})
     questions = sorted({c.question for c in cases})
     with torch.inference_mode():
@@ -140,8 +155,19 @@ def cosines(student: Student, cases: Sequence[Case]) -> list[np.ndarray]:
 def main() -> None:
     """Train one fold and publish its measure."""
     cli = parser(__doc__)
-    cli.add_argument("--hold-out", choices=sorted(FAMILIES), required=True)
+    cli.add_argument(
+        "--hold-out",
+        choices=[*sorted({*FAMILIES, *TURNS}), "none"],
+        required=True,
+        help="the family measured; none: train on all of them, measure nothing",
+    )
     cli.add_argument("--steps", type=int, default=200)
+    cli.add_argument(
+        "--corpus",
+        choices=["questions", "turns"],
+        default="turns",
+        help="questions: the measured families' questions; turns: with TURNS' cases",
+    )
     cli.add_argument("--batch", type=int, default=8)
     cli.add_argument("--candidates", type=int, default=8)
     cli.add_argument("--lr", type=float, default=2e-5)
@@ -159,7 +185,10 @@ def main() -> None:
     revision = git_revision()
     scores = Scores()
     training = [c for f, (make, _k) in FAMILIES.items() if f != args.hold_out for c in make()]
-    held, k = FAMILIES[args.hold_out][0](), FAMILIES[args.hold_out][1]
+    if args.corpus == "turns":
+        training += [c for f, make in TURNS.items() if f != args.hold_out for c in make()]
+    make, k = FAMILIES.get(args.hold_out, (list, 1))
+    held: list[Case] = make()
     raw = Student()
     before = cosines(raw, held)
     started = time.perf_counter()
@@ -167,11 +196,12 @@ def main() -> None:
     seconds = time.perf_counter() - started
     after = cosines(raw, held)
     STUDENTS.mkdir(parents=True, exist_ok=True)
-    kept = STUDENTS / f"student-{args.hold_out}-{args.steps}.pt"
+    suffix = "-turns" if args.corpus == "turns" else ""  # the first folds' names for questions
+    kept = STUDENTS / f"student-{args.hold_out}-{args.steps}{suffix}.pt"
     raw.torch.save(raw.model.state_dict(), kept)
     groups = [c.group for c in held]
     rows = []
-    for at in sorted({1, 3, k}):
+    for at in sorted({1, 3, k}) if held else []:
         was = [hit_at(b, c.hits, at) for c, b in zip(held, before, strict=True)]
         now = [hit_at(a, c.hits, at) for c, a in zip(held, after, strict=True)]
         diff = [n - w for n, w in zip(now, was, strict=True)]
@@ -181,15 +211,22 @@ def main() -> None:
         np.mean(losses[: max(1, len(losses) // 10)]),
         np.mean(losses[-max(1, len(losses) // 10) :]),
     )
+    unlabelled = (
+        f" and the unlabelled turns of {', '.join(f for f in TURNS if f != args.hold_out)}"
+        if args.corpus == "turns"
+        else ""
+    )
     body = "\n".join([
         f"## Issue 57's student, {args.hold_out} held out",
         f"`python benchmarks/distil_student.py --hold-out {args.hold_out} --steps {args.steps} "
+        f"--corpus {args.corpus} "
         f"--batch {args.batch} --candidates {args.candidates} --tokens {args.tokens}"
         f"{'' if args.bf16 else ' --no-bf16'} --lr "
         f"{args.lr:g} --temperature {args.temperature:g} --teacher-temperature "
         f"{args.teacher_temperature:g} --seed {args.seed}` on {machine()}, commit {revision}. "
         f"Trained on {len(training)} questions "
-        f"of {', '.join(f for f in FAMILIES if f != args.hold_out)}; {args.steps} steps in "
+        f"of {', '.join(f for f in FAMILIES if f != args.hold_out)}{unlabelled}; "
+        f"{args.steps} steps in "
         f"{seconds / 60:.1f} min ({seconds / max(1, args.steps):.1f} s a step); the loss "
         f"{first:.3f} over the first tenth of the steps, {last:.3f} over the last. Measured on "
         f"{len(held)} questions of the held-out family, cosine alone, the untrained rebuild "
@@ -199,7 +236,7 @@ def main() -> None:
         "|---|---|---|---|---|",
         *rows,
     ])  # fmt: skip
-    publish(f"distil-student-{args.hold_out}", body, write=not args.no_write)
+    publish(f"distil-student-{args.hold_out}{suffix}", body, write=not args.no_write)
 
 
 if __name__ == "__main__":

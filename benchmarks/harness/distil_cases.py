@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import corpus
+from . import corpus, realmem
+from . import longmemeval as lme
 from .distil_corpus import CONTROL_REPLY, stored
 from .factusers import Split, fact_users
 from .heldout import DATA
@@ -70,6 +71,90 @@ def locomo_cases() -> list[Case]:
             Case(user, question, docs, frozenset(n for n, i in enumerate(own) if i in evidence))
         )
     return out
+
+
+def realmem_cases() -> list[Case]:
+    """The RealMem users' queries whose answer used a memory, each over the pairs of the
+    sessions before its own (what the store held when it was asked); a hit is a pair of a
+    session the answer used (the simulator's noisy label)."""
+    out = []
+    for user in realmem.load():
+        docs: list[str] = []
+        sessions: list[str] = []
+        for session in user.sessions:
+            for q in session.queries:
+                hits = frozenset(n for n, s in enumerate(sessions) if s in q.used)
+                if hits:
+                    out.append(Case(user.name, q.text, tuple(docs), hits))
+            docs += [lme.stored_text(p) for p in session.pairs]
+            sessions += [session.uuid] * len(session.pairs)
+    return out
+
+
+def longmemeval_cases(every: int = 1) -> list[Case]:
+    """LongMemEval dev's questions (every `every`-th record, in the file's order) over their
+    haystacks; a hit is a turn whose user message the file marks `has_answer` (records with
+    none, the abstentions, are left out)."""
+    out = []
+    for record in lme.load()[::every]:
+        docs = tuple(lme.stored_text(t) for t in record.turns)
+        hits = frozenset(
+            n for n, t in enumerate(record.turns) if t["user_message"] in record.evidence
+        )
+        if hits:
+            out.append(Case(record.qid, record.question, docs, hits))
+    return out
+
+
+def locomo_turn_cases() -> list[Case]:
+    """Unlabelled: each LoCoMo dev pair's first message asked over its conversation's pairs
+    before it (from the sixth pair on)."""
+    data = corpus.load()
+    held: dict[str, list[str]] = {}
+    out = []
+    for t in data.turns:
+        docs = held.setdefault(t["user_id"], [])
+        if len(docs) >= 5:
+            out.append(Case(t["user_id"], t["user_message"], tuple(docs), frozenset()))
+        docs.append(stored(t["user_message"], t["ai_response"]))
+    return out
+
+
+def realmem_turn_cases() -> list[Case]:
+    """Unlabelled: every RealMem user message after a user's first session asked over the
+    pairs of the sessions before its own."""
+    out = []
+    for user in realmem.load():
+        docs: list[str] = []
+        for session in user.sessions:
+            if docs:
+                out += [Case(user.name, m.text, tuple(docs), frozenset())
+                        for m in (*session.queries, *session.others)]  # fmt: skip
+            docs += [lme.stored_text(p) for p in session.pairs]
+    return out
+
+
+def gate_user_cases() -> list[Case]:
+    """The gate's new users (three of ten turns each): each turn's question over the user's
+    turns."""
+    gate = json.loads((DATA / "gate_training.json").read_text())
+    out = []
+    for n, user in enumerate(gate["new_users"]):
+        docs = tuple(stored(t["user_message"], t["ai_response"]) for t in user)
+        out += [Case(f"gate-{n}", t["question"], docs, frozenset({i}))
+                for i, t in enumerate(user)]  # fmt: skip
+    return out
+
+
+def intent_cases() -> list[Case]:
+    """Unlabelled: the asking model's personal lines and the gate's personal questions, each
+    asked over the gate's new users' turns and its filler (33 memories of three people)."""
+    gate = json.loads((DATA / "gate_training.json").read_text())
+    lines = json.loads((DATA / "intent_training.json").read_text())["personal"]
+    turns = [*gate["filler"], *(t for u in gate["new_users"] for t in u)]
+    docs = tuple(stored(t["user_message"], t["ai_response"]) for t in turns)
+    asked = dict.fromkeys([*lines, *gate["personal_questions"]])
+    return [Case("intent", q, docs, frozenset()) for q in asked]
 
 
 class Scores:

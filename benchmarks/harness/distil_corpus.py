@@ -94,10 +94,12 @@ def intent() -> Texts:
 
 
 def locomo() -> Texts:
-    """LoCoMo dev's turn pairs and its questions of categories 1-4."""
+    """LoCoMo dev's turn pairs, its questions of categories 1-4 and each pair's first message
+    (asked as a user turn is)."""
     data = corpus.load()
     docs = [stored(t["user_message"], t["ai_response"]) for t in data.turns]
-    return _texts(docs, [q for _user, q, _category, _evidence in data.questions])
+    asked = [q for _user, q, _category, _evidence in data.questions]
+    return _texts(docs, asked + [t["user_message"] for t in data.turns])
 
 
 def realmem_texts() -> Texts:

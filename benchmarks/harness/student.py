@@ -11,7 +11,9 @@ Needs torch (2.13.0, the CPU build) and transformers (the `minilm` extra).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -113,3 +115,42 @@ class Student:
             mask[row, : len(e.ids)] = 1
         hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
         return torch.nn.functional.normalize(hidden[:, 0, :], dim=1)
+
+
+def export_int8(state: Path, folder: Path) -> Path:
+    """A trained student (`state`: its `torch.save`d weights) as the store runs bge-small: ONNX
+    (`input_ids`, `attention_mask`, `token_type_ids` -> `last_hidden_state`) quantised to int8
+    by ONNX Runtime's dynamic quantiser, per output column, full range (against the student in
+    fp32: cosine 0.984 and up on the probe texts, where a reduced range gave 0.943), with the
+    shipped tokenizer beside it, in `folder` (`model_quantized.onnx`, `tokenizer.json`);
+    `folder` returned."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    student = Student({k: v.numpy() for k, v in torch.load(state).items()})
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+
+    class _Graph(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs: Any) -> Any:
+            return self.model(**dict(zip(names, inputs, strict=True))).last_hidden_state
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fp32 = folder / "model_fp32.onnx"
+    ids = torch.ones((1, 16), dtype=torch.long)
+    axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]}
+    with warnings.catch_warnings():
+        # the TorchScript exporter warns that it is deprecated (the new one needs onnxscript) and
+        # its tracer notes each Python branch on a shape: the graph is checked against torch
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_Graph(student.model), (ids, ids, torch.zeros_like(ids)), str(fp32),
+                          input_names=names, output_names=["last_hidden_state"],
+                          dynamic_axes=axes, opset_version=14, dynamo=False)  # fmt: skip
+    quantize_dynamic(str(fp32), str(folder / "model_quantized.onnx"), per_channel=True,
+                     reduce_range=False, weight_type=QuantType.QInt8)  # fmt: skip
+    fp32.unlink()
+    (folder / "tokenizer.json").write_bytes(packaged_model_files()[1].read_bytes())
+    return folder

@@ -5,6 +5,7 @@ unless they are the upstream file. Nothing here fetches or runs a model."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -66,3 +67,42 @@ def test_weights_that_are_not_upstream_are_refused(tmp_path: Path) -> None:
     (folder / "model.safetensors").write_bytes(b"not the model")
     with pytest.raises(RuntimeError, match="not the upstream"):
         mpnet_folder(tmp_path)
+
+
+def test_a_realmem_case_holds_only_the_sessions_before_its_own() -> None:
+    from harness import realmem
+    from harness.distil_cases import realmem_cases
+
+    user = realmem.load(count=1)[0]
+    cases = [c for c in realmem_cases() if c.group == user.name]
+    assert cases
+    for case in cases:
+        asked = next(i for i, s in enumerate(user.sessions)
+                     if any(q.text == case.question for q in s.queries))  # fmt: skip
+        held = sum(len(s.pairs) for s in user.sessions[:asked])
+        assert len(case.docs) == held and case.hits and max(case.hits) < held
+
+
+def test_a_longmemeval_case_hits_only_turns_the_file_marks() -> None:
+    from harness import longmemeval as lme
+    from harness.distil_cases import longmemeval_cases
+
+    records = {r.qid: r for r in lme.load()}
+    cases = longmemeval_cases(every=20)
+    assert cases and len(cases) <= len(records) // 20 + 1
+    for case in cases:
+        record = records[case.group]
+        assert {record.turns[i]["user_message"] for i in case.hits} <= record.evidence
+        assert len(case.docs) == len(record.turns)
+
+
+def test_unlabelled_cases_ask_over_what_came_before_and_carry_no_hits() -> None:
+    from harness.distil_cases import intent_cases, locomo_turn_cases
+
+    cases = locomo_turn_cases()
+    for before, case in itertools.pairwise(cases):
+        assert not case.hits and len(case.docs) >= 5
+        if case.group == before.group:  # the pair asked before is held when the next is asked
+            assert case.docs[:-1] == before.docs and len(case.docs) == len(before.docs) + 1
+    asked = intent_cases()
+    assert len({c.question for c in asked}) == len(asked) and not any(c.hits for c in asked)

@@ -3,11 +3,14 @@ for torch from the shipped int8 ONNX encodes as the shipped embedder does, to th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
-from harness.student import Student, fp32_weights
+from harness.student import Student, export_int8, fp32_weights
 
 from recall.embeddings import BgeSmallEmbeddings
+from recall.errors import EmbeddingError
 
 pytest.importorskip("torch")  # the minilm extra, which `make test` installs
 
@@ -34,3 +37,18 @@ def test_every_weight_is_rebuilt_and_the_vectors_are_the_shipped_ones() -> None:
     # int8 against fp32: the same vectors to the quantisation's rounding (0.995 and up measured)
     assert (docs * want_docs).sum(1).min() > 0.99
     assert (queries * want_queries).sum(1).min() > 0.99
+
+
+def test_a_student_exported_to_int8_runs_as_the_store_runs_bge_small(tmp_path: Path) -> None:
+    student = Student()
+    state = tmp_path / "student.pt"
+    student.torch.save(student.model.state_dict(), state)
+    folder = export_int8(state, tmp_path / "student")
+    exported = BgeSmallEmbeddings(folder, verify=False)
+    with student.torch.inference_mode():
+        want = student.encode(TEXTS, queries=True).numpy()
+    got = np.asarray([exported.embed_query(t) for t in TEXTS])
+    # quantised again, per output column: 0.984 and up measured on the probe texts
+    assert (got * want).sum(1).min() > 0.97
+    with pytest.raises(EmbeddingError, match="sha256"):  # a student is not bge-small's release
+        BgeSmallEmbeddings(folder).embed_query(TEXTS[0])

@@ -1,0 +1,166 @@
+"""Issue 57's report: each family measured on a student that never saw it, exported as it would
+ship (ONNX int8, `harness.student.export_int8`), against the shipped bge-small, by cosine alone,
+question by question; and the cost of a query, the two models taking turns.
+
+    python benchmarks/student_report.py --student facts=.recall/students/student-facts-300.pt \\
+        --student restatement=... --student locomo=... --student none=... [--every 4]
+
+`--student FAMILY=STATE` names the student measured on FAMILY (the one trained with
+`distil_student.py --hold-out FAMILY`); `none` (trained on every family `distil_student.py`
+has) is the one measured on RealMem and LongMemEval, which no student trained on, and whose
+query cost is timed. Families: facts (the fresh fact users 9-16, never read before: top-1 and
+top-3), restatement (the fresh restatement probe's control user, both questions of each of its
+30 facts), locomo (LoCoMo dev, any@1/3/5), realmem (each query whose answer used a memory, over
+the sessions before it, any@1/3/5), longmemeval (every `--every`-th record of LongMemEval dev
+with a `has_answer` turn, over its haystack). Bootstrap 95% over users, facts, conversations or
+records; the difference paired by question. Vectors are kept under .recall/students/ (the
+student's) and .recall/teachers/ (bge-small's, LongMemEval's read from the table
+`default_path.py` keeps).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+from harness.bootstrap import shown
+from harness.distil_cases import (
+    Case,
+    fact_cases,
+    hit_at,
+    locomo_cases,
+    longmemeval_cases,
+    realmem_cases,
+    restatement_cases,
+)
+from harness.longmemeval import VECTORS as LME_VECTORS
+from harness.report import git_revision, machine, publish
+from harness.run import parser, run
+from harness.student import export_int8
+from harness.teachers import TEACHERS
+from harness.vectorcache import embed_missing, key, save, saved
+
+from recall.embeddings import BgeSmallEmbeddings, Embedder
+
+FRESH_PROBE = "restatement_probe_fresh.json"
+REPORTED: dict[str, tuple[int, ...]] = {
+    "facts": (1, 3),
+    "restatement": (1, 3),
+    "locomo": (1, 3, 5),
+    "realmem": (1, 3, 5),
+    "longmemeval": (1, 3, 5),
+}
+"""Each family reported and its k."""
+
+
+def _cases(family: str, every: int) -> list[Case]:
+    makers: dict[str, Callable[[], list[Case]]] = {
+        "facts": partial(fact_cases, ("fresh",)),
+        "restatement": partial(restatement_cases, FRESH_PROBE),
+        "locomo": locomo_cases,
+        "realmem": realmem_cases,
+        "longmemeval": partial(longmemeval_cases, every),
+    }
+    return makers[family]()
+
+
+async def _cosines(
+    embedder: Embedder, table_path: Path, cases: Sequence[Case], label: str
+) -> list[np.ndarray]:
+    """Each case's cosines by `embedder`, its vectors kept in `table_path`."""
+    table = saved(table_path)
+    await embed_missing(embedder, [d for c in cases for d in c.docs], "doc", table, table_path,
+                        label)  # fmt: skip
+    await embed_missing(embedder, [c.question for c in cases], "query", table, table_path, label)
+    return [
+        np.stack([table[key("doc", d)] for d in c.docs]) @ table[key("query", c.question)]
+        for c in cases
+    ]
+
+
+def _bge_table() -> Path:
+    """bge-small's table (the teachers'), with LongMemEval's haystack vectors added from the
+    table `default_path.py` keeps (keyed by the text's hash alone) the first time."""
+    path = TEACHERS / "bge-vectors.npz"
+    table = saved(path)
+    extra = {f"doc:{k}": v for k, v in saved(LME_VECTORS).items() if f"doc:{k}" not in table}
+    if extra:
+        save({**table, **extra}, path)
+    return path
+
+
+async def _query_ms(models: Sequence[Embedder], texts: Sequence[str]) -> list[float]:
+    """Each model's median ms a query over `texts`, the models taking turns text by text."""
+    times: list[list[float]] = [[] for _ in models]
+    for text in texts:
+        for n, model in enumerate(models):
+            started = time.perf_counter()
+            await model.embed_query(text)
+            times[n].append(1000 * (time.perf_counter() - started))
+    return [statistics.median(t) for t in times]
+
+
+def _student(state: Path) -> tuple[Embedder, Path]:
+    folder = state.parent / state.stem
+    if not (folder / "model_quantized.onnx").exists():
+        export_int8(state, folder)
+    model = BgeSmallEmbeddings(folder, verify=False)
+    return Embedder(model, name=state.stem, cache_ttl=0), state.parent / f"{state.stem}-vectors.npz"
+
+
+async def main() -> None:
+    """Measure each named student on its family and publish the table."""
+    cli = parser(__doc__)
+    cli.add_argument("--student", action="append", default=[], metavar="FAMILY=STATE")
+    cli.add_argument("--every", type=int, default=4, help="LongMemEval: every n-th record")
+    cli.add_argument("--timed", metavar="STATE", help="a student whose query cost is timed")
+    args = cli.parse_args()
+    students = dict(s.split("=", 1) for s in args.student)
+    bge = Embedder(BgeSmallEmbeddings(), name="bge-small", cache_ttl=0)
+    bge_path = _bge_table()
+    rows, named = [], []
+    for family, ks in REPORTED.items():
+        if family not in students:
+            continue
+        state = Path(students[family])
+        model, path = _student(state)
+        named.append(f"{family}: `{state.name}`")
+        cases = _cases(family, int(args.every))
+        before = await _cosines(bge, bge_path, cases, "bge-small")
+        after = await _cosines(model, path, cases, state.stem)
+        groups = [c.group for c in cases]
+        for k in ks:
+            was = [hit_at(b, c.hits, k) for c, b in zip(cases, before, strict=True)]
+            now = [hit_at(a, c.hits, k) for c, a in zip(cases, after, strict=True)]
+            diff = [n - w for n, w in zip(now, was, strict=True)]
+            rows.append(f"| {family} | {len(cases)} ({len(set(groups))}) | {k} | "
+                        f"{shown(was, groups)} | {shown(now, groups)} | "
+                        f"{shown(diff, groups)} |")  # fmt: skip
+    timing = ""
+    if args.timed:
+        model, _path = _student(Path(args.timed))
+        asked = [c.question for c in fact_cases(("fit",))][:200]
+        ms = await _query_ms([bge, model], asked)
+        timing = (f" A query, the two taking turns over {len(asked)} questions: bge-small "
+                  f"{ms[0]:.2f} ms, the student {ms[1]:.2f} ms (median; ratio "
+                  f"{ms[1] / ms[0]:.2f}).")  # fmt: skip
+    body = "\n".join([
+        "## Issue 57's student against bge-small, each family held out",
+        f"`python benchmarks/student_report.py {' '.join(f'--student {s}' for s in args.student)}"
+        f" --every {args.every}` on {machine()}, commit {git_revision()}. Students: "
+        f"{'; '.join(named)}. Cosine alone, percent of questions with a hit among the best k "
+        "(bootstrap 95%; the difference paired by question; questions (groups))." + timing,
+        "",
+        "| family | questions (groups) | k | bge-small | student | difference |",
+        "|---|---|---|---|---|---|",
+        *rows,
+    ])  # fmt: skip
+    publish("student-report", body, write=not args.no_write)
+
+
+if __name__ == "__main__":
+    run(main)
