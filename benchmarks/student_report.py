@@ -3,17 +3,19 @@ ship (ONNX int8, `harness.student.export_int8`), against the shipped bge-small, 
 question by question; and the cost of a query, the two models taking turns.
 
     python benchmarks/student_report.py --student facts=.recall/students/student-facts-300.pt \\
-        --student restatement=... --student locomo=... --student none=... [--every 4]
+        --student restatement=... --student locomo=... --student realmem=... \\
+        --student longmemeval=... [--every 4] [--timed STATE]
 
-`--student FAMILY=STATE` names the student measured on FAMILY (the one trained with
-`distil_student.py --hold-out FAMILY`); `none` (trained on every family `distil_student.py`
-has) is the one measured on RealMem and LongMemEval, which no student trained on, and whose
-query cost is timed. Families: facts (the fresh fact users 9-16, never read before: top-1 and
-top-3), restatement (the fresh restatement probe's control user, both questions of each of its
-30 facts), locomo (LoCoMo dev, any@1/3/5), realmem (each query whose answer used a memory, over
-the sessions before it, any@1/3/5), longmemeval (every `--every`-th record of LongMemEval dev
-with a `has_answer` turn, over its haystack). Bootstrap 95% over users, facts, conversations or
-records; the difference paired by question. Vectors are kept under .recall/students/ (the
+`--student FAMILY=STATE` names the student measured on FAMILY: one that never trained on it
+(`distil_student.py --hold-out FAMILY`; no student trains on RealMem's queries or on
+LongMemEval, and only `--corpus turns` puts RealMem's turns in). `--timed` names the student
+whose query cost is timed against bge-small's. Families: facts (the fresh fact users 9-16:
+top-1 and top-3), restatement (the fresh restatement probe's control user, both questions of
+each of its 30 facts), locomo (LoCoMo dev, any@1/3/5), realmem (each query whose answer used a
+memory, over the sessions before it, any@1/3/5), longmemeval (every `--every`-th record of
+LongMemEval dev with a `has_answer` turn, over its haystack). Bootstrap 95% over users, facts,
+conversations or records; the difference paired by question; the teacher's own figure beside
+them where both teachers read the family. Vectors are kept under .recall/students/ (the
 student's) and .recall/teachers/ (bge-small's, LongMemEval's read from the table
 `default_path.py` keeps).
 """
@@ -30,6 +32,8 @@ import numpy as np
 from harness.bootstrap import shown
 from harness.distil_cases import (
     Case,
+    Scores,
+    blended,
     fact_cases,
     hit_at,
     locomo_cases,
@@ -104,6 +108,17 @@ async def _query_ms(models: Sequence[Embedder], texts: Sequence[str]) -> list[fl
     return [statistics.median(t) for t in times]
 
 
+def _taught(teacher: Scores, cases: Sequence[Case]) -> list[np.ndarray]:
+    """The teacher's scores over each case (decision 0061's blend), or none where a teacher
+    has not read the family (LongMemEval's haystacks)."""
+    try:
+        pairs = [teacher.cosines(c) for c in cases]
+    except KeyError:
+        return []
+    teach = blended()
+    return [teach(b, m) for b, m in pairs]
+
+
 def _student(state: Path) -> tuple[Embedder, Path]:
     folder = state.parent / state.stem
     if not (folder / "model_quantized.onnx").exists():
@@ -122,6 +137,7 @@ async def main() -> None:
     students = dict(s.split("=", 1) for s in args.student)
     bge = Embedder(BgeSmallEmbeddings(), name="bge-small", cache_ttl=0)
     bge_path = _bge_table()
+    teacher = Scores()
     rows, named = [], []
     for family, ks in REPORTED.items():
         if family not in students:
@@ -133,13 +149,19 @@ async def main() -> None:
         before = await _cosines(bge, bge_path, cases, "bge-small")
         after = await _cosines(model, path, cases, state.stem)
         groups = [c.group for c in cases]
+        taught = _taught(teacher, cases)
         for k in ks:
             was = [hit_at(b, c.hits, k) for c, b in zip(cases, before, strict=True)]
             now = [hit_at(a, c.hits, k) for c, a in zip(cases, after, strict=True)]
             diff = [n - w for n, w in zip(now, was, strict=True)]
+            ceiling = (
+                shown([hit_at(t, c.hits, k) for c, t in zip(cases, taught, strict=True)], groups)
+                if taught
+                else "-"
+            )
             rows.append(f"| {family} | {len(cases)} ({len(set(groups))}) | {k} | "
                         f"{shown(was, groups)} | {shown(now, groups)} | "
-                        f"{shown(diff, groups)} |")  # fmt: skip
+                        f"{shown(diff, groups)} | {ceiling} |")  # fmt: skip
     timing = ""
     if args.timed:
         model, _path = _student(Path(args.timed))
@@ -153,10 +175,12 @@ async def main() -> None:
         f"`python benchmarks/student_report.py {' '.join(f'--student {s}' for s in args.student)}"
         f" --every {args.every}` on {machine()}, commit {git_revision()}. Students: "
         f"{'; '.join(named)}. Cosine alone, percent of questions with a hit among the best k "
-        "(bootstrap 95%; the difference paired by question; questions (groups))." + timing,
+        "(bootstrap 95%; the difference paired by question; questions (groups)); the teacher "
+        "(decision 0061's blend of bge-small and all-mpnet-base-v2, from the kept vectors) is "
+        "what the student was taught to rank, its ceiling." + timing,
         "",
-        "| family | questions (groups) | k | bge-small | student | difference |",
-        "|---|---|---|---|---|---|",
+        "| family | questions (groups) | k | bge-small | student | difference | teacher |",
+        "|---|---|---|---|---|---|---|",
         *rows,
     ])  # fmt: skip
     publish("student-report", body, write=not args.no_write)
