@@ -61,7 +61,8 @@ def test_the_suite_is_the_scripts_that_remain() -> None:
         "first_run", "fit_intent", "fit_second_stage", "gate_dump", "gate_rule",
         "knowledge_update", "latency", "load", "locomo", "probe", "realmem",
         "replica", "restatement_probe", "same_results", "scale_out", "store_breadth",
-        "student_report", "sync_graphs", "teacher_probe", "teacher_vectors", "time_probe", "write_cost",
+        "student_report", "sync_graphs", "teacher_probe", "teacher_vectors", "time_probe",
+        "write_cost",
     ]  # fmt: skip
 
 
