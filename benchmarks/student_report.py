@@ -170,10 +170,11 @@ async def main() -> None:
         timing = (f" A query, the two taking turns over {len(asked)} questions: bge-small "
                   f"{ms[0]:.2f} ms, the student {ms[1]:.2f} ms (median; ratio "
                   f"{ms[1] / ms[0]:.2f}).")  # fmt: skip
+    timed = f" --timed {args.timed}" if args.timed else ""
     body = "\n".join([
         "## Issue 57's student against bge-small, each family held out",
         f"`python benchmarks/student_report.py {' '.join(f'--student {s}' for s in args.student)}"
-        f" --every {args.every}` on {machine()}, commit {git_revision()}. Students: "
+        f" --every {args.every}{timed}` on {machine()}, commit {git_revision()}. Students: "
         f"{'; '.join(named)}. Cosine alone, percent of questions with a hit among the best k "
         "(bootstrap 95%; the difference paired by question; questions (groups)); the teacher "
         "(decision 0061's blend of bge-small and all-mpnet-base-v2, from the kept vectors) is "
