@@ -128,6 +128,9 @@ def export_int8(state: Path, folder: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     student = Student({k: v.numpy() for k, v in torch.load(state).items()})
+    # attention written out as bge-small's export has it: transformers' SDPA path exports a
+    # masked, NaN-guarded softmax per layer, 1.18-1.22x bge-small's query time against 1.09x
+    student.model.set_attn_implementation("eager")
     names = ["input_ids", "attention_mask", "token_type_ids"]
 
     class _Graph(torch.nn.Module):
