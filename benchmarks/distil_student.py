@@ -5,7 +5,7 @@ to 0.4), on every family but `--hold-out`; then that family measured by cosine a
 student against the untrained rebuild, question by question.
 
     python benchmarks/distil_student.py --hold-out locomo [--steps 200] [--batch 8]
-    python benchmarks/distil_student.py --hold-out none --steps 300   # the student to ship
+    python benchmarks/distil_student.py --hold-out none --steps 300   # every family: one to ship
 
 Training: each step draws `--batch` questions of the training families; each question's list is
 its `--candidates` memories (the half the teacher ranks highest, the rest drawn from its other
@@ -16,6 +16,10 @@ The forward pass runs in bfloat16 (torch's CPU autocast, `--no-bf16`: fp32), the
 their updates in fp32: about twice as fast on these cores (AVX-512 BF16). AdamW, `--lr` with a
 linear warm-up over a tenth of the steps and a linear decay, gradients
 clipped at 1.0, seeded. No labels are read: a case's hits only measure.
+
+With `--corpus turns`, unlabelled cases join the training (`TURNS`, each left out with its
+family): LoCoMo's and RealMem's user turns asked over what came before them, the gate's new
+users, the intent lines' personal questions. On the fit side they did not help (decision 0062).
 
 Families: facts (the fit and measure fact users; the fresh ones are never read here),
 restatement (the first restatement probe's control user; the fresh probe is never read here),
@@ -165,8 +169,9 @@ def main() -> None:
     cli.add_argument(
         "--corpus",
         choices=["questions", "turns"],
-        default="turns",
-        help="questions: the measured families' questions; turns: with TURNS' cases",
+        default="questions",
+        help="questions: the measured families' questions (chosen, decision 0062); turns: with "
+        "TURNS' unlabelled cases",
     )
     cli.add_argument("--batch", type=int, default=8)
     cli.add_argument("--candidates", type=int, default=8)
