@@ -173,6 +173,12 @@ def main() -> None:
         help="questions: the measured families' questions (chosen, decision 0062); turns: with "
         "TURNS' unlabelled cases",
     )
+    cli.add_argument(
+        "--tag",
+        default="",
+        help="a setting's name: the kept weights' file and the published section end with it "
+        "(so a search does not overwrite the chosen fold)",
+    )
     cli.add_argument("--batch", type=int, default=8)
     cli.add_argument("--candidates", type=int, default=8)
     cli.add_argument("--lr", type=float, default=2e-5)
@@ -202,6 +208,7 @@ def main() -> None:
     after = cosines(raw, held)
     STUDENTS.mkdir(parents=True, exist_ok=True)
     suffix = "-turns" if args.corpus == "turns" else ""  # the first folds' names for questions
+    suffix += f"-{args.tag}" if args.tag else ""
     kept = STUDENTS / f"student-{args.hold_out}-{args.steps}{suffix}.pt"
     raw.torch.save(raw.model.state_dict(), kept)
     groups = [c.group for c in held]
@@ -224,7 +231,7 @@ def main() -> None:
     body = "\n".join([
         f"## Issue 57's student, {args.hold_out} held out",
         f"`python benchmarks/distil_student.py --hold-out {args.hold_out} --steps {args.steps} "
-        f"--corpus {args.corpus} "
+        f"--corpus {args.corpus} {'--tag ' + args.tag + ' ' if args.tag else ''}"
         f"--batch {args.batch} --candidates {args.candidates} --tokens {args.tokens}"
         f"{'' if args.bf16 else ' --no-bf16'} --lr "
         f"{args.lr:g} --temperature {args.temperature:g} --teacher-temperature "
