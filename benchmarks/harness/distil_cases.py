@@ -6,7 +6,7 @@ the teacher on and `distil_student.py` trains and measures on."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,21 +73,29 @@ def locomo_cases() -> list[Case]:
     return out
 
 
+def _realmem_sessions() -> Iterator[tuple[str, realmem.Session, tuple[str, ...], tuple[str, ...]]]:
+    """Each RealMem user's sessions in order: the user's name, the session, the stored texts of
+    the pairs of the sessions before it (what the store held when it began) and the session
+    each of those came from."""
+    for user in realmem.load():
+        docs: list[str] = []
+        sessions: list[str] = []
+        for session in user.sessions:
+            yield user.name, session, tuple(docs), tuple(sessions)
+            docs += [lme.stored_text(p) for p in session.pairs]
+            sessions += [session.uuid] * len(session.pairs)
+
+
 def realmem_cases() -> list[Case]:
     """The RealMem users' queries whose answer used a memory, each over the pairs of the
     sessions before its own (what the store held when it was asked); a hit is a pair of a
     session the answer used (the simulator's noisy label)."""
     out = []
-    for user in realmem.load():
-        docs: list[str] = []
-        sessions: list[str] = []
-        for session in user.sessions:
-            for q in session.queries:
-                hits = frozenset(n for n, s in enumerate(sessions) if s in q.used)
-                if hits:
-                    out.append(Case(user.name, q.text, tuple(docs), hits))
-            docs += [lme.stored_text(p) for p in session.pairs]
-            sessions += [session.uuid] * len(session.pairs)
+    for name, session, docs, sessions in _realmem_sessions():
+        for q in session.queries:
+            hits = frozenset(n for n, s in enumerate(sessions) if s in q.used)
+            if hits:
+                out.append(Case(name, q.text, docs, hits))
     return out
 
 
@@ -123,15 +131,12 @@ def locomo_turn_cases() -> list[Case]:
 def realmem_turn_cases() -> list[Case]:
     """Unlabelled: every RealMem user message after a user's first session asked over the
     pairs of the sessions before its own."""
-    out = []
-    for user in realmem.load():
-        docs: list[str] = []
-        for session in user.sessions:
-            if docs:
-                out += [Case(user.name, m.text, tuple(docs), frozenset())
-                        for m in (*session.queries, *session.others)]  # fmt: skip
-            docs += [lme.stored_text(p) for p in session.pairs]
-    return out
+    return [
+        Case(name, m.text, docs, frozenset())
+        for name, session, docs, _sessions in _realmem_sessions()
+        if docs
+        for m in (*session.queries, *session.others)
+    ]
 
 
 def gate_user_cases() -> list[Case]:
