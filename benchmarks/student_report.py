@@ -25,7 +25,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -40,13 +40,14 @@ from harness.distil_cases import (
     longmemeval_cases,
     realmem_cases,
     restatement_cases,
+    table_cosines,
 )
 from harness.longmemeval import VECTORS as LME_VECTORS
 from harness.report import git_revision, machine, publish
 from harness.run import parser, run
 from harness.student import export_int8
 from harness.teachers import TEACHERS
-from harness.vectorcache import embed_missing, key, save, saved
+from harness.vectorcache import embed_missing, save, saved
 
 from recall.embeddings import BgeSmallEmbeddings, Embedder
 
@@ -59,6 +60,7 @@ REPORTED: dict[str, tuple[int, ...]] = {
     "longmemeval": (1, 3, 5),
 }
 """Each family reported and its k."""
+Table = tuple[dict[str, np.ndarray], Path]  # a kept vector table and its file
 
 
 def _cases(family: str, every: int) -> list[Case]:
@@ -73,17 +75,13 @@ def _cases(family: str, every: int) -> list[Case]:
 
 
 async def _cosines(
-    embedder: Embedder, table_path: Path, cases: Sequence[Case], label: str
+    embedder: Embedder, table: Table, cases: Sequence[Case], label: str
 ) -> list[np.ndarray]:
-    """Each case's cosines by `embedder`, its vectors kept in `table_path`."""
-    table = saved(table_path)
-    await embed_missing(embedder, [d for c in cases for d in c.docs], "doc", table, table_path,
-                        label)  # fmt: skip
-    await embed_missing(embedder, [c.question for c in cases], "query", table, table_path, label)
-    return [
-        np.stack([table[key("doc", d)] for d in c.docs]) @ table[key("query", c.question)]
-        for c in cases
-    ]
+    """Each case's cosines by `embedder`, the vectors its kept table lacks embedded and kept."""
+    vectors, path = table
+    await embed_missing(embedder, [d for c in cases for d in c.docs], "doc", vectors, path, label)
+    await embed_missing(embedder, [c.question for c in cases], "query", vectors, path, label)
+    return [table_cosines(vectors, c) for c in cases]
 
 
 def _bge_table() -> Path:
@@ -119,12 +117,16 @@ def _taught(teacher: Scores, cases: Sequence[Case]) -> list[np.ndarray]:
     return [teach(b, m) for b, m in pairs]
 
 
-def _student(state: Path) -> tuple[Embedder, Path]:
+@cache
+def _student(state: Path) -> tuple[Embedder, Table]:
+    """A student's exported model (exported the first time) and its kept table, each loaded
+    once a run (one student may rank several families and be timed)."""
     folder = state.parent / state.stem
     if not (folder / "model_quantized.onnx").exists():
         export_int8(state, folder)
-    model = BgeSmallEmbeddings(folder, verify=False)
-    return Embedder(model, name=state.stem, cache_ttl=0), state.parent / f"{state.stem}-vectors.npz"
+    model = Embedder(BgeSmallEmbeddings(folder, verify=False), name=state.stem, cache_ttl=0)
+    path = state.parent / f"{state.stem}-vectors.npz"
+    return model, (saved(path), path)
 
 
 async def main() -> None:
@@ -137,17 +139,18 @@ async def main() -> None:
     students = dict(s.split("=", 1) for s in args.student)
     bge = Embedder(BgeSmallEmbeddings(), name="bge-small", cache_ttl=0)
     bge_path = _bge_table()
-    teacher = Scores()
+    teacher = Scores()  # its bge-small table is the one `bge` fills: read once
+    bge_table = (teacher.bge, bge_path)
     rows, named = [], []
     for family, ks in REPORTED.items():
         if family not in students:
             continue
         state = Path(students[family])
-        model, path = _student(state)
+        model, table = _student(state)
         named.append(f"{family}: `{state.name}`")
         cases = _cases(family, int(args.every))
-        before = await _cosines(bge, bge_path, cases, "bge-small")
-        after = await _cosines(model, path, cases, state.stem)
+        before = await _cosines(bge, bge_table, cases, "bge-small")
+        after = await _cosines(model, table, cases, state.stem)
         groups = [c.group for c in cases]
         taught = _taught(teacher, cases)
         for k in ks:
@@ -164,7 +167,7 @@ async def main() -> None:
                         f"{shown(diff, groups)} | {ceiling} |")  # fmt: skip
     timing = ""
     if args.timed:
-        model, _path = _student(Path(args.timed))
+        model, _table = _student(Path(args.timed))
         asked = [c.question for c in fact_cases(("fit",))][:200]
         ms = await _query_ms([bge, model], asked)
         timing = (f" A query, the two taking turns over {len(asked)} questions: bge-small "

@@ -17,7 +17,7 @@ from .distil_corpus import CONTROL_REPLY, stored
 from .factusers import Split, fact_users
 from .heldout import DATA
 from .teachers import TEACHERS
-from .vectorcache import key, saved
+from .vectorcache import Kind, key, saved
 
 TEACHER_W = 0.6  # bge-small's weight in the teacher (decision 0061)
 
@@ -162,6 +162,15 @@ def intent_cases() -> list[Case]:
     return [Case("intent", q, docs, frozenset()) for q in asked]
 
 
+def table_cosines(table: dict[str, np.ndarray], case: Case, asked: Kind = "query") -> np.ndarray:
+    """The cosines of a case's candidates to its question, from a table of kept vectors
+    (`harness.vectorcache`: the candidates as documents, the question as `asked`)."""
+    out: np.ndarray = (
+        np.stack([table[key("doc", d)] for d in case.docs]) @ table[key(asked, case.question)]
+    )
+    return out
+
+
 class Scores:
     """Each teacher's cosines for a case, from its kept vectors."""
 
@@ -170,16 +179,9 @@ class Scores:
         self.mpnet = saved(TEACHERS / "mpnet-vectors.npz")
 
     def cosines(self, case: Case) -> tuple[np.ndarray, np.ndarray]:
-        """(bge-small's, mpnet's) cosines of the case's candidates to its question."""
-        b = (
-            np.stack([self.bge[key("doc", d)] for d in case.docs])
-            @ self.bge[key("query", case.question)]
-        )
-        m = (
-            np.stack([self.mpnet[key("doc", d)] for d in case.docs])
-            @ self.mpnet[key("doc", case.question)]
-        )
-        return b, m
+        """(bge-small's, mpnet's) cosines of the case's candidates to its question (mpnet reads
+        a question as a document: it has no instruction)."""
+        return table_cosines(self.bge, case), table_cosines(self.mpnet, case, asked="doc")
 
 
 def _z(x: np.ndarray) -> np.ndarray:
